@@ -1,0 +1,349 @@
+//! Who may call: the `Authorization` header, and the verifiers that decide
+//! whether a bearer token is accepted.
+//!
+//! The `Authenticator` asks every configured verifier; adding a verifier (the
+//! JWT one) means adding a field and one arm in `authenticate`, nothing else.
+
+use std::fmt;
+
+use lambda_http::http::header::{AUTHORIZATION, HeaderMap};
+use sha2::{Digest, Sha256};
+use subtle::{Choice, ConstantTimeEq};
+
+/// Why a request is not allowed through. Each variant is one `error` code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthError {
+    /// No `Authorization` header, or a scheme other than Bearer.
+    MissingCredentials,
+    /// A bearer token that no verifier accepts. Deliberately carries no
+    /// reason: the client learns nothing about why.
+    InvalidToken,
+    /// A valid token without the scope this operation needs.
+    InsufficientScope { scope: String },
+    /// The token could not be checked (e.g. the issuer's keys are out of
+    /// reach), so it may well be fine: the client should retry.
+    Unavailable,
+}
+
+impl fmt::Display for AuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingCredentials => f.write_str("missing bearer token"),
+            Self::InvalidToken => f.write_str("invalid bearer token"),
+            Self::InsufficientScope { scope } => {
+                write!(f, "token lacks the required scope `{scope}`")
+            }
+            Self::Unavailable => f.write_str("the token cannot be verified right now; retry later"),
+        }
+    }
+}
+
+impl std::error::Error for AuthError {}
+
+/// Extracts the bearer token. The scheme is case-insensitive (RFC 7235
+/// §2.1); the token must be RFC 6750 `b64token` syntax and is otherwise
+/// passed on untouched.
+pub fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
+    let mut values = headers.get_all(AUTHORIZATION).iter();
+    let value = match (values.next(), values.next()) {
+        (None, _) => return Err(AuthError::MissingCredentials),
+        (Some(value), None) => value,
+        // Two credentials at once is ambiguous; refuse rather than pick one.
+        (Some(_), Some(_)) => return Err(AuthError::InvalidToken),
+    };
+    let value = value.to_str().map_err(|_| AuthError::InvalidToken)?;
+    let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::MissingCredentials);
+    }
+    let token = token.trim_start_matches(' ');
+    if token.is_empty() {
+        return Err(AuthError::MissingCredentials);
+    }
+    if !is_b64token(token) {
+        return Err(AuthError::InvalidToken);
+    }
+    Ok(token)
+}
+
+/// RFC 6750 §2.1: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
+fn is_b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'))
+}
+
+/// What one verifier concludes about a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Accepted,
+    Rejected,
+    InsufficientScope { scope: String },
+    Unavailable,
+}
+
+/// A way to verify bearer tokens.
+pub trait TokenVerifier: Send + Sync {
+    fn verify(&self, token: &str) -> impl Future<Output = Verdict> + Send;
+}
+
+/// Static tokens, configured as SHA-256 digests so that no plaintext token
+/// sits in the function's configuration.
+#[derive(Clone)]
+pub struct StaticTokens {
+    digests: Vec<[u8; 32]>,
+}
+
+impl fmt::Debug for StaticTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StaticTokens({} digests)", self.digests.len())
+    }
+}
+
+/// A `PLANTS_TOKEN_SHA256` entry that is not 64 hex digits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidDigest {
+    pub position: usize,
+}
+
+impl StaticTokens {
+    /// Parses comma-separated hex digests; blanks around commas are ignored.
+    /// Returns `Ok(None)` when the list has no digest at all.
+    pub fn from_hex_list(list: &str) -> Result<Option<Self>, InvalidDigest> {
+        let digests = list
+            .split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .enumerate()
+            .map(|(position, entry)| {
+                let mut digest = [0u8; 32];
+                hex::decode_to_slice(entry, &mut digest)
+                    .map(|()| digest)
+                    .map_err(|_| InvalidDigest {
+                        position: position + 1,
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((!digests.is_empty()).then_some(Self { digests }))
+    }
+
+    /// The digest of a token, as `PLANTS_TOKEN_SHA256` wants it.
+    pub fn digest_hex(token: &str) -> String {
+        hex::encode(Sha256::digest(token.as_bytes()))
+    }
+
+    /// Compares against every digest without stopping at a match, so the
+    /// time taken does not tell which digest (or how much of it) matched.
+    pub fn accepts(&self, token: &str) -> bool {
+        let digest = Sha256::digest(token.as_bytes());
+        let matched = self.digests.iter().fold(Choice::from(0), |matched, known| {
+            matched | known.as_slice().ct_eq(digest.as_slice())
+        });
+        matched.into()
+    }
+}
+
+impl TokenVerifier for StaticTokens {
+    async fn verify(&self, token: &str) -> Verdict {
+        if self.accepts(token) {
+            Verdict::Accepted
+        } else {
+            Verdict::Rejected
+        }
+    }
+}
+
+/// Every configured way of verifying tokens; a token accepted by any is
+/// accepted. Built only through `Config`, which refuses a configuration
+/// with no verifier at all, so authentication cannot be switched off.
+#[derive(Debug, Clone)]
+pub struct Authenticator {
+    static_tokens: Option<StaticTokens>,
+}
+
+impl Authenticator {
+    pub(crate) fn new(static_tokens: Option<StaticTokens>) -> Option<Self> {
+        static_tokens.is_some().then_some(Self { static_tokens })
+    }
+
+    /// An authenticator that accepts exactly these plaintext tokens, for
+    /// tests and benchmarks.
+    pub fn with_static_tokens(tokens: &[&str]) -> Self {
+        let digests = tokens
+            .iter()
+            .map(|token| Sha256::digest(token.as_bytes()).into())
+            .collect();
+        Self {
+            static_tokens: Some(StaticTokens { digests }),
+        }
+    }
+
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<(), AuthError> {
+        let token = bearer_token(headers)?;
+        let mut verdicts = Vec::with_capacity(1);
+        if let Some(static_tokens) = &self.static_tokens {
+            verdicts.push(static_tokens.verify(token).await);
+        }
+        combine(verdicts)
+    }
+}
+
+/// Acceptance by any verifier wins; then a scope problem (the token was
+/// genuine); then "could not check" (worth a retry); else the token is bad.
+fn combine(verdicts: Vec<Verdict>) -> Result<(), AuthError> {
+    let mut outcome = Err(AuthError::InvalidToken);
+    for verdict in verdicts {
+        match verdict {
+            Verdict::Accepted => return Ok(()),
+            Verdict::InsufficientScope { scope } => outcome = Err(AuthError::InsufficientScope { scope }),
+            Verdict::Unavailable if outcome == Err(AuthError::InvalidToken) => {
+                outcome = Err(AuthError::Unavailable)
+            }
+            Verdict::Unavailable | Verdict::Rejected => {}
+        }
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::http::HeaderValue;
+
+    fn headers(values: &[&[u8]]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for value in values {
+            map.append(AUTHORIZATION, HeaderValue::from_bytes(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive_and_the_token_is_kept_exactly() {
+        for value in [
+            "Bearer Abc-1.2_3~4+5/6==",
+            "bearer Abc-1.2_3~4+5/6==",
+            "BEARER  Abc-1.2_3~4+5/6==",
+        ] {
+            assert_eq!(
+                bearer_token(&headers(&[value.as_bytes()])),
+                Ok("Abc-1.2_3~4+5/6=="),
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_header_or_another_scheme_means_missing_credentials() {
+        let cases: &[&[&[u8]]] = &[
+            &[],
+            &[b"Basic dXNlcjpwYXNz"],
+            &[b"Bearer"],
+            &[b"Bearer "],
+            &[b"Token abc"],
+            &[b""],
+        ];
+        for case in cases {
+            assert_eq!(
+                bearer_token(&headers(case)),
+                Err(AuthError::MissingCredentials),
+                "{case:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_bearer_tokens_are_invalid() {
+        let cases: &[&[&[u8]]] = &[
+            &[b"Bearer two words"],
+            &[b"Bearer ===="],
+            &[b"Bearer tok\"en"],
+            &[b"Bearer tok,en"],
+            &[b"Bearer \xfftoken"],
+            &[b"Bearer a", b"Bearer b"],
+        ];
+        for case in cases {
+            assert_eq!(
+                bearer_token(&headers(case)),
+                Err(AuthError::InvalidToken),
+                "{case:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn static_digests_parse_from_a_comma_separated_list() {
+        let digest = StaticTokens::digest_hex("secret");
+        let list = format!(" {digest} ,{},", digest.to_uppercase());
+        let tokens = StaticTokens::from_hex_list(&list).unwrap().unwrap();
+        assert!(tokens.accepts("secret"));
+        assert!(!tokens.accepts("Secret"));
+        assert!(!tokens.accepts(""));
+        assert_eq!(StaticTokens::from_hex_list(" , ").unwrap().map(|_| ()), None);
+    }
+
+    #[test]
+    fn a_digest_that_is_not_64_hex_digits_is_reported_by_position() {
+        let digest = StaticTokens::digest_hex("secret");
+        let not_hex = format!("{}g", &digest[..63]);
+        let too_long = format!("{digest}0");
+        for bad in ["abc", "secret", &digest[..63], &too_long, &not_hex] {
+            assert_eq!(
+                StaticTokens::from_hex_list(&format!("{digest},{bad}")).map(|_| ()),
+                Err(InvalidDigest { position: 2 }),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_digest_of_a_known_token_matches_sha256sum() {
+        // printf %s plant-store-dev-token | sha256sum
+        assert_eq!(
+            StaticTokens::digest_hex("plant-store-dev-token"),
+            "6f07e6f450d73a3176f329c6900a41f88a96f4b875cbea4e6f9e25f8ad1362f5"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_authenticator_accepts_configured_tokens_and_nothing_else() {
+        let auth = Authenticator::with_static_tokens(&["alpha", "beta"]);
+        assert_eq!(auth.authenticate(&headers(&[b"Bearer alpha"])).await, Ok(()));
+        assert_eq!(auth.authenticate(&headers(&[b"bearer beta"])).await, Ok(()));
+        assert_eq!(
+            auth.authenticate(&headers(&[b"Bearer gamma"])).await,
+            Err(AuthError::InvalidToken)
+        );
+        assert_eq!(
+            auth.authenticate(&headers(&[])).await,
+            Err(AuthError::MissingCredentials)
+        );
+    }
+
+    #[test]
+    fn verdicts_combine_with_acceptance_first_then_scope_then_unavailability() {
+        let scope = || Verdict::InsufficientScope {
+            scope: "plants:write".into(),
+        };
+        let insufficient = Err(AuthError::InsufficientScope {
+            scope: "plants:write".into(),
+        });
+        let cases = [
+            (vec![Verdict::Rejected, Verdict::Accepted], Ok(())),
+            (vec![scope(), Verdict::Accepted], Ok(())),
+            (vec![Verdict::Rejected, scope()], insufficient.clone()),
+            (vec![Verdict::Unavailable, scope()], insufficient),
+            (
+                vec![Verdict::Rejected, Verdict::Unavailable],
+                Err(AuthError::Unavailable),
+            ),
+            (vec![Verdict::Rejected], Err(AuthError::InvalidToken)),
+            (vec![], Err(AuthError::InvalidToken)),
+        ];
+        for (verdicts, expected) in cases {
+            assert_eq!(combine(verdicts.clone()), expected, "{verdicts:?}");
+        }
+    }
+}

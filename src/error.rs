@@ -1,0 +1,285 @@
+//! `ApiError`: every way a request can fail, and the one place that decides
+//! its HTTP status, its stable `error` code, its message and its headers.
+//!
+//! Codes are `SSSRR`: the HTTP status, then a two-digit reason. Clients may
+//! rely on them; never reuse or renumber one.
+
+use lambda_http::http::StatusCode;
+use lambda_http::http::header::{ALLOW, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use serde::Serialize;
+
+use crate::auth::AuthError;
+use crate::handler::MAX_BODY_BYTES;
+use crate::plant::{BodyError, PlantId};
+use crate::store::StoreError;
+
+/// Seconds a client should wait before retrying a 503.
+pub const RETRY_AFTER_SECONDS: u32 = 1;
+
+#[derive(Debug)]
+pub enum ApiError {
+    NotFound,
+    MethodNotAllowed,
+    Auth(AuthError),
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Body(BodyError),
+    /// Why 409 and not 400: the request is valid, it only disagrees with
+    /// what is already stored, and the stored plant wins.
+    Conflict(PlantId),
+    /// Worth a retry; the cause is for the log only.
+    Unavailable(Box<dyn std::error::Error + Send + Sync>),
+    /// Our fault; the cause is for the log only.
+    Internal(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The contract's `Error` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorBody {
+    pub error: u32,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Auth(AuthError::MissingCredentials | AuthError::InvalidToken) => StatusCode::UNAUTHORIZED,
+            Self::Auth(AuthError::InsufficientScope { .. }) => StatusCode::FORBIDDEN,
+            Self::Auth(AuthError::Unavailable) | Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Body(_) => StatusCode::BAD_REQUEST,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable `error` code.
+    pub fn code(&self) -> u32 {
+        match self {
+            Self::Body(
+                BodyError::Empty
+                | BodyError::NotJson(_)
+                | BodyError::NotAnObject
+                | BodyError::DuplicateField(_),
+            ) => 40001,
+            Self::Body(BodyError::MissingField(_)) => 40002,
+            Self::Body(BodyError::WrongType { .. }) => 40003,
+            Self::Body(BodyError::OutOfBounds { .. }) => 40004,
+            Self::Body(BodyError::UnknownField(_)) => 40005,
+            Self::Auth(AuthError::MissingCredentials) => 40101,
+            Self::Auth(AuthError::InvalidToken) => 40102,
+            Self::Auth(AuthError::InsufficientScope { .. }) => 40301,
+            Self::NotFound => 40401,
+            Self::MethodNotAllowed => 40501,
+            Self::Conflict(_) => 40901,
+            Self::PayloadTooLarge => 41301,
+            Self::UnsupportedMediaType => 41501,
+            Self::Internal(_) => 50001,
+            Self::Auth(AuthError::Unavailable) | Self::Unavailable(_) => 50301,
+        }
+    }
+
+    /// What the client reads. Never includes an internal cause.
+    pub fn message(&self) -> String {
+        match self {
+            Self::NotFound => "no such resource".to_owned(),
+            Self::MethodNotAllowed => "method not allowed; use POST".to_owned(),
+            Self::Auth(err) => err.to_string(),
+            Self::PayloadTooLarge => format!("request body exceeds {MAX_BODY_BYTES} bytes"),
+            Self::UnsupportedMediaType => "Content-Type must be application/json".to_owned(),
+            Self::Body(err) => err.to_string(),
+            Self::Conflict(id) => format!("a different plant with id {id} already exists"),
+            Self::Unavailable(_) => "the store is temporarily unavailable; retry later".to_owned(),
+            Self::Internal(_) => "internal error".to_owned(),
+        }
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error: self.code(),
+            message: self.message(),
+        }
+    }
+
+    /// Headers the status calls for: the RFC 6750 challenge on 401 and 403,
+    /// `Allow` on 405, `Retry-After` on 503.
+    pub fn headers(&self) -> Vec<(HeaderName, HeaderValue)> {
+        let challenge = |value: String| {
+            HeaderValue::try_from(value)
+                .ok()
+                .map(|value| (WWW_AUTHENTICATE, value))
+        };
+        let header = match self {
+            Self::Auth(AuthError::MissingCredentials) => challenge(r#"Bearer realm="plants""#.to_owned()),
+            Self::Auth(AuthError::InvalidToken) => {
+                challenge(r#"Bearer realm="plants", error="invalid_token""#.to_owned())
+            }
+            Self::Auth(AuthError::InsufficientScope { scope }) => challenge(format!(
+                r#"Bearer realm="plants", error="insufficient_scope", scope="{scope}""#
+            )),
+            Self::MethodNotAllowed => Some((ALLOW, HeaderValue::from_static("POST"))),
+            Self::Auth(AuthError::Unavailable) | Self::Unavailable(_) => {
+                Some((RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS)))
+            }
+            _ => None,
+        };
+        header.into_iter().collect()
+    }
+
+    /// The internal cause of a 5xx, for the log.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync)> {
+        match self {
+            Self::Unavailable(cause) | Self::Internal(cause) => Some(cause.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(err: AuthError) -> Self {
+        Self::Auth(err)
+    }
+}
+
+impl From<BodyError> for ApiError {
+    fn from(err: BodyError) -> Self {
+        Self::Body(err)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::Conflict(id) => Self::Conflict(id),
+            StoreError::Unavailable(cause) => Self::Unavailable(cause),
+            StoreError::Internal(cause) => Self::Internal(cause),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plant::Bound;
+
+    fn header(err: &ApiError, name: HeaderName) -> Option<String> {
+        err.headers()
+            .into_iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn every_error_maps_to_its_status_and_catalogue_code() {
+        let cases: Vec<(ApiError, u16, u32)> = vec![
+            (BodyError::Empty.into(), 400, 40001),
+            (BodyError::NotJson("x".into()).into(), 400, 40001),
+            (BodyError::NotAnObject.into(), 400, 40001),
+            (BodyError::DuplicateField("id".into()).into(), 400, 40001),
+            (BodyError::MissingField("name").into(), 400, 40002),
+            (
+                BodyError::WrongType {
+                    field: "id",
+                    expected: "an integer",
+                }
+                .into(),
+                400,
+                40003,
+            ),
+            (
+                BodyError::OutOfBounds {
+                    field: "name",
+                    bound: Bound::NotOnlyWhitespace,
+                }
+                .into(),
+                400,
+                40004,
+            ),
+            (BodyError::UnknownField("colour".into()).into(), 400, 40005),
+            (AuthError::MissingCredentials.into(), 401, 40101),
+            (AuthError::InvalidToken.into(), 401, 40102),
+            (
+                AuthError::InsufficientScope {
+                    scope: "plants:write".into(),
+                }
+                .into(),
+                403,
+                40301,
+            ),
+            (AuthError::Unavailable.into(), 503, 50301),
+            (ApiError::NotFound, 404, 40401),
+            (ApiError::MethodNotAllowed, 405, 40501),
+            (StoreError::Conflict(PlantId::from(4)).into(), 409, 40901),
+            (ApiError::PayloadTooLarge, 413, 41301),
+            (ApiError::UnsupportedMediaType, 415, 41501),
+            (StoreError::Unavailable("timeout".into()).into(), 503, 50301),
+            (StoreError::Internal("no table".into()).into(), 500, 50001),
+        ];
+        for (err, status, code) in cases {
+            assert_eq!((err.status().as_u16(), err.code()), (status, code), "{err:?}");
+            assert_eq!(
+                err.code() / 100,
+                u32::from(status),
+                "code {code} must start with its status"
+            );
+        }
+    }
+
+    #[test]
+    fn internal_causes_never_reach_the_message() {
+        let internal = ApiError::from(StoreError::Internal(
+            "ResourceNotFoundException: table plants".into(),
+        ));
+        let unavailable = ApiError::from(StoreError::Unavailable("dispatch failure at 10.0.0.1".into()));
+        assert_eq!(
+            internal.body(),
+            ErrorBody {
+                error: 50001,
+                message: "internal error".into()
+            }
+        );
+        assert_eq!(
+            unavailable.message(),
+            "the store is temporarily unavailable; retry later"
+        );
+        assert!(internal.cause().is_some() && unavailable.cause().is_some());
+    }
+
+    #[test]
+    fn auth_failures_carry_rfc_6750_challenges() {
+        assert_eq!(
+            header(&AuthError::MissingCredentials.into(), WWW_AUTHENTICATE).as_deref(),
+            Some(r#"Bearer realm="plants""#)
+        );
+        assert_eq!(
+            header(&AuthError::InvalidToken.into(), WWW_AUTHENTICATE).as_deref(),
+            Some(r#"Bearer realm="plants", error="invalid_token""#)
+        );
+        assert_eq!(
+            header(
+                &AuthError::InsufficientScope {
+                    scope: "plants:write".into()
+                }
+                .into(),
+                WWW_AUTHENTICATE
+            )
+            .as_deref(),
+            Some(r#"Bearer realm="plants", error="insufficient_scope", scope="plants:write""#)
+        );
+    }
+
+    #[test]
+    fn method_and_availability_errors_carry_allow_and_retry_after() {
+        assert_eq!(
+            header(&ApiError::MethodNotAllowed, ALLOW).as_deref(),
+            Some("POST")
+        );
+        let unavailable = ApiError::from(StoreError::Unavailable("throttled".into()));
+        assert_eq!(header(&unavailable, RETRY_AFTER).as_deref(), Some("1"));
+        assert!(ApiError::NotFound.headers().is_empty());
+        assert!(ApiError::from(BodyError::Empty).headers().is_empty());
+    }
+}

@@ -1,0 +1,233 @@
+//! The request path: route, authenticate, parse, store, answer. Every request
+//! gets a response here (expected failures are `ApiError`s rendered as the
+//! `Error` body) and exactly one log line.
+
+use std::time::Instant;
+
+use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use lambda_http::http::{Method, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response, tracing};
+use serde::Serialize;
+
+use crate::auth::Authenticator;
+use crate::error::ApiError;
+use crate::plant::{NewPlant, Plant, PlantId};
+use crate::store::{Created, PlantStore};
+
+/// The largest accepted body, in bytes after any base64 decoding.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+const PLANTS_PATH: &str = "/plants";
+const X_CONTENT_TYPE_OPTIONS: HeaderName = HeaderName::from_static("x-content-type-options");
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The function: a store and an authenticator, built once at start-up and
+/// shared by every invocation.
+#[derive(Debug)]
+pub struct App<S> {
+    store: S,
+    authenticator: Authenticator,
+}
+
+impl<S: PlantStore> App<S> {
+    pub fn new(store: S, authenticator: Authenticator) -> Self {
+        Self { store, authenticator }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Serves one request. Never fails: an `Err` out of a Lambda HTTP
+    /// handler would reach the client as a bare 502 from API Gateway.
+    pub async fn handle(&self, request: Request) -> Response<Body> {
+        let started = Instant::now();
+        let mut plant_id = None;
+        let outcome = self.create_plant(&request, &mut plant_id).await;
+
+        let request_id = request
+            .lambda_context_ref()
+            .map(|context| context.request_id.as_str());
+        let (status, body, extra_headers, created, error_code) = match &outcome {
+            Ok((plant, created)) => (StatusCode::OK, to_json(plant), Vec::new(), Some(*created), None),
+            Err(err) => {
+                if let Some(cause) = err.cause() {
+                    tracing::error!(request_id, error = err.code(), cause = %Chain(cause), "request failed");
+                }
+                (
+                    err.status(),
+                    to_json(&err.body()),
+                    err.headers(),
+                    None,
+                    Some(err.code()),
+                )
+            }
+        };
+
+        tracing::info!(
+            request_id,
+            method = %request.method(),
+            path = route_path(&request),
+            status = status.as_u16(),
+            error = error_code,
+            plant_id = plant_id.map(PlantId::get),
+            outcome = created.map(Created::as_str),
+            latency_ms = started.elapsed().as_secs_f64() * 1e3,
+            "request"
+        );
+
+        let mut response = Response::new(Body::from(body));
+        *response.status_mut() = status;
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+        if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            headers.insert(X_REQUEST_ID, id);
+        }
+        headers.extend(extra_headers);
+        response
+    }
+
+    /// The checks run in the documented order: path, method, credentials,
+    /// size, content type, body, store. Authentication comes before anything
+    /// about the body, so an unauthenticated caller learns nothing about it.
+    async fn create_plant(
+        &self,
+        request: &Request,
+        plant_id: &mut Option<PlantId>,
+    ) -> Result<(Plant, Created), ApiError> {
+        if route_path(request) != PLANTS_PATH {
+            return Err(ApiError::NotFound);
+        }
+        if request.method() != Method::POST {
+            return Err(ApiError::MethodNotAllowed);
+        }
+        self.authenticator.authenticate(request.headers()).await?;
+
+        let body = request.body().as_ref();
+        if body.len() > MAX_BODY_BYTES {
+            return Err(ApiError::PayloadTooLarge);
+        }
+        if !is_json(request.headers()) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let plant = NewPlant::from_json(body)?;
+        *plant_id = Some(plant.id);
+
+        let created = self.store.create(&plant).await?;
+        Ok((Plant::from(&plant), created))
+    }
+}
+
+/// The path the client asked for, whatever the front door. REST APIs give
+/// the path without the stage, but HTTP APIs on a named stage put the stage
+/// in `rawPath`: strip it, so `/prod/plants` routes like `/plants`.
+fn route_path(request: &Request) -> &str {
+    let raw = match request.raw_http_path() {
+        "" => request.uri().path(),
+        raw => raw,
+    };
+    let stage = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.stage.as_deref(),
+        Some(RequestContext::ApiGatewayV1(context)) => context.stage.as_deref(),
+        _ => None,
+    };
+    match stage {
+        Some(stage) if stage != "$default" => raw
+            .strip_prefix('/')
+            .and_then(|rest| rest.strip_prefix(stage))
+            .filter(|rest| rest.starts_with('/'))
+            .unwrap_or(raw),
+        _ => raw,
+    }
+}
+
+/// `application/json`, in any case, with optional parameters; a `charset`
+/// other than UTF-8 is refused because JSON is UTF-8 (RFC 8259 §8.1).
+fn is_json(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(CONTENT_TYPE).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return false;
+    };
+    let Ok(value) = value.to_str() else {
+        return false;
+    };
+    let mut parts = value.split(';');
+    let essence = parts.next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+        && parts.all(|parameter| match parameter.split_once('=') {
+            Some((name, value)) if name.trim().eq_ignore_ascii_case("charset") => {
+                value.trim().trim_matches('"').eq_ignore_ascii_case("utf-8")
+            }
+            Some(_) => true,
+            None => parameter.trim().is_empty(),
+        })
+}
+
+fn to_json<T: Serialize>(value: &T) -> String {
+    // Our bodies are plain structs of strings and integers, which cannot fail
+    // to serialize; the fallback keeps this path free of panics regardless.
+    serde_json::to_string(value)
+        .unwrap_or_else(|_| r#"{"error":50001,"message":"internal error"}"#.to_owned())
+}
+
+/// An error with its whole source chain on one line, for the log.
+struct Chain<'a>(&'a (dyn std::error::Error + Send + Sync));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(err) = source {
+            write!(f, ": {err}")?;
+            source = err.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content_type(values: &[&str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(CONTENT_TYPE, HeaderValue::from_str(value).unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn json_content_types_are_recognised_with_parameters_and_in_any_case() {
+        for value in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            "application/json;charset=UTF-8",
+            "application/json; charset=\"utf-8\"",
+            "application/json; foo=bar",
+        ] {
+            assert!(is_json(&content_type(&[value])), "{value}");
+        }
+    }
+
+    #[test]
+    fn other_content_types_are_refused() {
+        for values in [
+            &[][..],
+            &["text/plain"],
+            &["application/jsonx"],
+            &["application/json-patch+json"],
+            &["application/x-www-form-urlencoded"],
+            &["application/json; charset=iso-8859-1"],
+            &["application/json; charset=utf-16"],
+            &["application/json", "application/json"],
+            &[""],
+        ] {
+            assert!(!is_json(&content_type(values)), "{values:?}");
+        }
+    }
+}

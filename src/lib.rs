@@ -1,0 +1,11 @@
+//! plant-store: `POST /plants` on AWS Lambda, backed by DynamoDB.
+//!
+//! `main.rs` only wires these modules together; everything testable lives
+//! here so that `tests/` can drive the real handler.
+
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod handler;
+pub mod plant;
+pub mod store;

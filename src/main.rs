@@ -1,0 +1,32 @@
+//! Wiring only: logging, configuration, the DynamoDB client, the runtime.
+
+use aws_config::BehaviorVersion;
+use lambda_http::{Error, run, service_fn, tracing};
+use plant_store::config::Config;
+use plant_store::handler::App;
+use plant_store::store::{DynamoStore, with_budgets};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    // Honours AWS_LAMBDA_LOG_FORMAT and AWS_LAMBDA_LOG_LEVEL.
+    tracing::init_default_subscriber();
+
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            tracing::error!("refusing to start: {err}");
+            std::process::exit(1);
+        }
+    };
+
+    // Built once; every invocation reuses its connection pool.
+    let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    let client = aws_sdk_dynamodb::Client::from_conf(with_budgets((&sdk_config).into()).build());
+    let app = App::new(DynamoStore::new(client, config.table_name), config.authenticator);
+
+    let app = &app;
+    run(service_fn(move |request| async move {
+        Ok::<_, Error>(app.handle(request).await)
+    }))
+    .await
+}

@@ -1,0 +1,553 @@
+//! The plant as a client sends it (`NewPlant`) and as we answer with it
+//! (`Plant`). Parsing turns the raw body into domain types that cannot hold
+//! an invalid value, so nothing after this module checks a bound again.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::Serialize;
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// The longest accepted `name`, in Unicode characters.
+pub const NAME_MAX_CHARS: usize = 256;
+/// The longest accepted `tag`, in Unicode characters.
+pub const TAG_MAX_CHARS: usize = 64;
+
+/// The client-chosen identifier: any `i64`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PlantId(i64);
+
+impl PlantId {
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl From<i64> for PlantId {
+    fn from(id: i64) -> Self {
+        Self(id)
+    }
+}
+
+impl fmt::Display for PlantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A plant's name: 1 to 256 characters, not only whitespace, no control
+/// characters. Kept exactly as sent: trimming would make a retry with the
+/// same body look like different content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlantName(String);
+
+/// A plant's type: 1 to 64 characters, same character rules as the name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlantTag(String);
+
+impl PlantName {
+    pub fn parse(value: String) -> Result<Self, BodyError> {
+        check_text("name", &value, NAME_MAX_CHARS).map(|()| Self(value))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PlantTag {
+    pub fn parse(value: String) -> Result<Self, BodyError> {
+        check_text("tag", &value, TAG_MAX_CHARS).map(|()| Self(value))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+fn check_text(field: &'static str, value: &str, max_chars: usize) -> Result<(), BodyError> {
+    let chars = value.chars().count();
+    if chars == 0 || chars > max_chars {
+        return Err(BodyError::OutOfBounds {
+            field,
+            bound: Bound::Length { max_chars },
+        });
+    }
+    if value.chars().any(is_forbidden_control) {
+        return Err(BodyError::OutOfBounds {
+            field,
+            bound: Bound::NoControlCharacters,
+        });
+    }
+    if value.chars().all(char::is_whitespace) {
+        return Err(BodyError::OutOfBounds {
+            field,
+            bound: Bound::NotOnlyWhitespace,
+        });
+    }
+    Ok(())
+}
+
+/// The contract forbids C0 controls and DEL; C1 controls are left alone
+/// because they occur in legitimately transcoded text.
+fn is_forbidden_control(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}')
+}
+
+/// A valid request to create a plant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPlant {
+    pub id: PlantId,
+    pub name: PlantName,
+    pub tag: Option<PlantTag>,
+}
+
+/// Why a body is not a valid `NewPlant`. Each variant is one `error` code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyError {
+    Empty,
+    NotJson(String),
+    NotAnObject,
+    DuplicateField(String),
+    UnknownField(String),
+    MissingField(&'static str),
+    WrongType {
+        field: &'static str,
+        expected: &'static str,
+    },
+    OutOfBounds {
+        field: &'static str,
+        bound: Bound,
+    },
+}
+
+/// The bound a value broke, worded for the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    Int64,
+    Length { max_chars: usize },
+    NotOnlyWhitespace,
+    NoControlCharacters,
+}
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Empty => f.write_str("request body is empty"),
+            Self::NotJson(detail) => write!(f, "request body is not valid JSON: {detail}"),
+            Self::NotAnObject => f.write_str("request body must be a JSON object"),
+            Self::DuplicateField(field) => write!(f, "duplicate field `{field}`"),
+            Self::UnknownField(field) => write!(f, "unknown field `{field}`"),
+            Self::MissingField(field) => write!(f, "missing required field `{field}`"),
+            Self::WrongType { field, expected } => write!(f, "field `{field}` must be {expected}"),
+            Self::OutOfBounds { field, bound } => match bound {
+                Bound::Int64 => write!(
+                    f,
+                    "field `{field}` must be an integer from {} to {}",
+                    i64::MIN,
+                    i64::MAX
+                ),
+                Bound::Length { max_chars } => {
+                    write!(f, "field `{field}` must be 1 to {max_chars} characters")
+                }
+                Bound::NotOnlyWhitespace => write!(f, "field `{field}` must not be only whitespace"),
+                Bound::NoControlCharacters => {
+                    write!(f, "field `{field}` must not contain control characters")
+                }
+            },
+        }
+    }
+}
+
+impl std::error::Error for BodyError {}
+
+impl NewPlant {
+    /// Parses a request body. Problems are reported one at a time, in a
+    /// fixed order: JSON syntax and duplicate fields, unknown fields, missing
+    /// fields, then `id`, `name` and `tag`.
+    pub fn from_json(body: &[u8]) -> Result<Self, BodyError> {
+        if body.is_empty() {
+            return Err(BodyError::Empty);
+        }
+        let Fields(fields) = serde_json::from_slice(body).map_err(|err| match err.classify() {
+            // Our visitor only refuses one thing: a document that is not an object.
+            serde_json::error::Category::Data => BodyError::NotAnObject,
+            _ => BodyError::NotJson(err.to_string()),
+        })?;
+
+        // Duplicate keys are refused, not resolved: parsers disagree on which
+        // one wins, and a proxy in front of us might have read the other one.
+        let mut seen = HashSet::with_capacity(fields.len());
+        if let Some((key, _)) = fields.iter().find(|(key, _)| !seen.insert(key.as_str())) {
+            return Err(BodyError::DuplicateField(key.clone()));
+        }
+
+        let (mut id, mut name, mut tag) = (None, None, None);
+        for (key, value) in fields {
+            match key.as_str() {
+                "id" => id = Some(value),
+                "name" => name = Some(value),
+                "tag" => tag = Some(value),
+                _ => return Err(BodyError::UnknownField(key)),
+            }
+        }
+        let id = id.ok_or(BodyError::MissingField("id"))?;
+        let name = name.ok_or(BodyError::MissingField("name"))?;
+
+        Ok(Self {
+            id: parse_id(&id)?,
+            name: PlantName::parse(parse_string("name", &name)?)?,
+            tag: tag
+                .map(|tag| parse_string("tag", &tag).and_then(PlantTag::parse))
+                .transpose()?,
+        })
+    }
+}
+
+/// Reads `id` from its literal text, because a float such as `1.0` or `1e3`
+/// and an integer beyond `i64` must be told apart from an in-range integer,
+/// and `serde_json::Value` would have rounded them already.
+fn parse_id(raw: &RawValue) -> Result<PlantId, BodyError> {
+    let text = raw.get();
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(BodyError::WrongType {
+            field: "id",
+            expected: "an integer",
+        });
+    }
+    text.parse().map(PlantId).map_err(|_| BodyError::OutOfBounds {
+        field: "id",
+        bound: Bound::Int64,
+    })
+}
+
+fn parse_string(field: &'static str, raw: &RawValue) -> Result<String, BodyError> {
+    serde_json::from_str(raw.get()).map_err(|_| BodyError::WrongType {
+        field,
+        expected: "a string",
+    })
+}
+
+/// The members of a JSON object in document order, duplicates kept, values
+/// unparsed: the raw material for precise error reporting.
+struct Fields(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for Fields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = Fields;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    fields.push(entry);
+                }
+                Ok(Fields(fields))
+            }
+        }
+
+        deserializer.deserialize_map(FieldsVisitor)
+    }
+}
+
+/// The 200 body: the plant as stored. The contract's `Plant` has no `id`,
+/// and a plant without a tag has no `tag` member at all (never `null`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plant {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+}
+
+impl From<&NewPlant> for Plant {
+    fn from(plant: &NewPlant) -> Self {
+        Self {
+            name: plant.name.as_str().to_owned(),
+            tag: plant.tag.as_ref().map(|tag| tag.as_str().to_owned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(body: &str) -> Result<NewPlant, BodyError> {
+        NewPlant::from_json(body.as_bytes())
+    }
+
+    fn out_of_bounds(field: &'static str, bound: Bound) -> Result<NewPlant, BodyError> {
+        Err(BodyError::OutOfBounds { field, bound })
+    }
+
+    fn wrong_type(field: &'static str, expected: &'static str) -> Result<NewPlant, BodyError> {
+        Err(BodyError::WrongType { field, expected })
+    }
+
+    #[test]
+    fn a_plant_with_a_tag_parses_into_domain_types() {
+        let plant = parse(r#"{"id": 7, "name": "Monstera", "tag": "aroid"}"#).unwrap();
+        assert_eq!(plant.id, PlantId(7));
+        assert_eq!(plant.name.as_str(), "Monstera");
+        assert_eq!(plant.tag.as_ref().map(PlantTag::as_str), Some("aroid"));
+    }
+
+    #[test]
+    fn a_plant_without_a_tag_has_none() {
+        let plant = parse(r#"{"name":"Fern","id":-3}"#).unwrap();
+        assert_eq!(plant.id, PlantId(-3));
+        assert_eq!(plant.tag, None);
+    }
+
+    #[test]
+    fn names_are_kept_exactly_as_sent() {
+        let plant = parse(r#"{"id":1,"name":"  Aloe\u00e9 ","tag":" x"}"#).unwrap();
+        assert_eq!(plant.name.as_str(), "  Aloeé ");
+        assert_eq!(plant.tag.unwrap().as_str(), " x");
+    }
+
+    #[test]
+    fn id_accepts_the_whole_int64_range() {
+        for id in [i64::MIN, -1, 0, 1, i64::MAX] {
+            let plant = parse(&format!(r#"{{"id":{id},"name":"n"}}"#)).unwrap();
+            assert_eq!(plant.id.get(), id, "id {id}");
+        }
+        assert_eq!(parse(r#"{"id":-0,"name":"n"}"#).unwrap().id.get(), 0);
+    }
+
+    #[test]
+    fn id_rejects_what_is_not_an_int64_integer() {
+        let cases = [
+            ("9223372036854775808", out_of_bounds("id", Bound::Int64)),
+            ("-9223372036854775809", out_of_bounds("id", Bound::Int64)),
+            (
+                "123456789012345678901234567890",
+                out_of_bounds("id", Bound::Int64),
+            ),
+            ("1.0", wrong_type("id", "an integer")),
+            ("1e3", wrong_type("id", "an integer")),
+            ("-1E2", wrong_type("id", "an integer")),
+            ("\"42\"", wrong_type("id", "an integer")),
+            ("null", wrong_type("id", "an integer")),
+            ("true", wrong_type("id", "an integer")),
+            ("[1]", wrong_type("id", "an integer")),
+            ("{}", wrong_type("id", "an integer")),
+        ];
+        for (id, expected) in cases {
+            assert_eq!(
+                parse(&format!(r#"{{"id":{id},"name":"n"}}"#)),
+                expected,
+                "id {id}"
+            );
+        }
+    }
+
+    #[test]
+    fn name_and_tag_must_be_strings() {
+        for value in ["null", "1", "false", "[\"a\"]", "{\"a\":1}"] {
+            let name = parse(&format!(r#"{{"id":1,"name":{value}}}"#));
+            assert_eq!(name, wrong_type("name", "a string"), "name {value}");
+            let tag = parse(&format!(r#"{{"id":1,"name":"n","tag":{value}}}"#));
+            assert_eq!(tag, wrong_type("tag", "a string"), "tag {value}");
+        }
+    }
+
+    #[test]
+    fn name_length_is_checked_in_characters_on_both_sides() {
+        let too_long_or_empty = Err(BodyError::OutOfBounds {
+            field: "name",
+            bound: Bound::Length { max_chars: 256 },
+        });
+        let cases = [
+            (String::new(), too_long_or_empty.clone()),
+            ("a".repeat(256), Ok(())),
+            ("é".repeat(256), Ok(())),
+            ("🌱".repeat(256), Ok(())),
+            ("a".repeat(257), too_long_or_empty.clone()),
+            ("é".repeat(257), too_long_or_empty),
+        ];
+        for (name, expected) in cases {
+            let parsed = parse(&format!(r#"{{"id":1,"name":"{name}"}}"#)).map(|_| ());
+            assert_eq!(parsed, expected, "name of {} chars", name.chars().count());
+        }
+    }
+
+    #[test]
+    fn tag_length_is_checked_in_characters_on_both_sides() {
+        let length = Bound::Length { max_chars: 64 };
+        assert!(parse(&format!(r#"{{"id":1,"name":"n","tag":"{}"}}"#, "ü".repeat(64))).is_ok());
+        assert_eq!(
+            parse(&format!(r#"{{"id":1,"name":"n","tag":"{}"}}"#, "ü".repeat(65))),
+            out_of_bounds("tag", length)
+        );
+        assert_eq!(
+            parse(r#"{"id":1,"name":"n","tag":""}"#),
+            out_of_bounds("tag", length)
+        );
+    }
+
+    #[test]
+    fn control_characters_are_rejected_and_other_characters_are_not() {
+        for escape in ["\\u0000", "\\u001f", "\\n", "\\t", "\\u007f"] {
+            let name = parse(&format!(r#"{{"id":1,"name":"a{escape}b"}}"#));
+            assert_eq!(
+                name,
+                out_of_bounds("name", Bound::NoControlCharacters),
+                "name {escape}"
+            );
+            let tag = parse(&format!(r#"{{"id":1,"name":"n","tag":"{escape}"}}"#));
+            assert_eq!(
+                tag,
+                out_of_bounds("tag", Bound::NoControlCharacters),
+                "tag {escape}"
+            );
+        }
+        for allowed in ["\\u0020x", "\\u0080", "\\u00a0x", "\\ud83c\\udf31"] {
+            assert!(
+                parse(&format!(r#"{{"id":1,"name":"{allowed}"}}"#)).is_ok(),
+                "{allowed}"
+            );
+        }
+    }
+
+    #[test]
+    fn whitespace_only_values_are_rejected() {
+        for blank in [" ", "   ", "\\u00a0", "\\u3000 "] {
+            let name = parse(&format!(r#"{{"id":1,"name":"{blank}"}}"#));
+            assert_eq!(
+                name,
+                out_of_bounds("name", Bound::NotOnlyWhitespace),
+                "name {blank:?}"
+            );
+            let tag = parse(&format!(r#"{{"id":1,"name":"n","tag":"{blank}"}}"#));
+            assert_eq!(
+                tag,
+                out_of_bounds("tag", Bound::NotOnlyWhitespace),
+                "tag {blank:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_fields_are_named() {
+        assert_eq!(parse(r#"{"name":"n"}"#), Err(BodyError::MissingField("id")));
+        assert_eq!(parse(r#"{"id":1}"#), Err(BodyError::MissingField("name")));
+        assert_eq!(parse(r#"{}"#), Err(BodyError::MissingField("id")));
+    }
+
+    #[test]
+    fn unknown_fields_are_named_even_when_valid_fields_are_present() {
+        assert_eq!(
+            parse(r#"{"id":1,"name":"n","colour":"red"}"#),
+            Err(BodyError::UnknownField("colour".into()))
+        );
+        assert_eq!(
+            parse(r#"{"id":1,"name":"n","Tag":"x"}"#),
+            Err(BodyError::UnknownField("Tag".into()))
+        );
+    }
+
+    #[test]
+    fn duplicate_fields_are_refused_before_anything_else() {
+        assert_eq!(
+            parse(r#"{"zzz":1,"name":"a","name":"b"}"#),
+            Err(BodyError::DuplicateField("name".into()))
+        );
+        assert_eq!(
+            parse(r#"{"id":1,"id":1,"name":"a"}"#),
+            Err(BodyError::DuplicateField("id".into()))
+        );
+    }
+
+    #[test]
+    fn bodies_that_are_not_a_json_object_are_refused() {
+        assert_eq!(parse(""), Err(BodyError::Empty));
+        for body in ["[]", "1", "\"x\"", "null", "[{\"id\":1,\"name\":\"n\"}]"] {
+            assert_eq!(parse(body), Err(BodyError::NotAnObject), "{body}");
+        }
+        for body in [
+            " ",
+            "{",
+            "{\"id\":1,\"name\":\"n\"",
+            "{\"id\":1,}",
+            "{} x",
+            "{'id':1}",
+        ] {
+            assert!(matches!(parse(body), Err(BodyError::NotJson(_))), "{body}");
+        }
+        assert!(matches!(
+            NewPlant::from_json(b"{\"id\":1,\"name\":\"\xff\"}"),
+            Err(BodyError::NotJson(_))
+        ));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_overflowing_the_stack() {
+        // Field values are skipped without recursion, so depth cannot exhaust
+        // the stack; a nested value is simply the wrong type.
+        let deep = format!("{}{}", "[".repeat(8000), "]".repeat(8000));
+        let body = format!(r#"{{"id":1,"name":"n","tag":{deep}}}"#);
+        assert_eq!(parse(&body), wrong_type("tag", "a string"));
+        assert_eq!(parse(&deep), Err(BodyError::NotAnObject));
+        let unbalanced = format!(r#"{{"id":1,"name":"n","tag":{}}}"#, "[".repeat(8000));
+        assert!(matches!(parse(&unbalanced), Err(BodyError::NotJson(_))));
+    }
+
+    #[test]
+    fn the_response_plant_has_no_id_and_no_null_tag() {
+        let with_tag = parse(r#"{"id":1,"name":"Fern","tag":"pteridophyte"}"#).unwrap();
+        let without = parse(r#"{"id":2,"name":"Fern"}"#).unwrap();
+        assert_eq!(
+            serde_json::to_string(&Plant::from(&with_tag)).unwrap(),
+            r#"{"name":"Fern","tag":"pteridophyte"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&Plant::from(&without)).unwrap(),
+            r#"{"name":"Fern"}"#
+        );
+    }
+
+    #[test]
+    fn messages_name_the_field_and_the_bound() {
+        let cases = [
+            (r#"{"id":1}"#, "missing required field `name`"),
+            (r#"{"id":"1","name":"n"}"#, "field `id` must be an integer"),
+            (r#"{"id":1,"name":7}"#, "field `name` must be a string"),
+            (
+                r#"{"id":1,"name":""}"#,
+                "field `name` must be 1 to 256 characters",
+            ),
+            (
+                r#"{"id":1,"name":"n","tag":""}"#,
+                "field `tag` must be 1 to 64 characters",
+            ),
+            (
+                r#"{"id":1,"name":" "}"#,
+                "field `name` must not be only whitespace",
+            ),
+            (
+                r#"{"id":1,"name":"\u0000"}"#,
+                "field `name` must not contain control characters",
+            ),
+            (
+                r#"{"id":9223372036854775808,"name":"n"}"#,
+                "field `id` must be an integer from -9223372036854775808 to 9223372036854775807",
+            ),
+            (r#"{"id":1,"name":"n","colour":"red"}"#, "unknown field `colour`"),
+            (r#"{"id":1,"name":"n","name":"m"}"#, "duplicate field `name`"),
+            ("[]", "request body must be a JSON object"),
+            ("", "request body is empty"),
+        ];
+        for (body, message) in cases {
+            assert_eq!(parse(body).unwrap_err().to_string(), message, "{body}");
+        }
+    }
+}
