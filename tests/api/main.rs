@@ -1,0 +1,6 @@
+//! Black-box tests of the function: the real handler, the real event
+//! envelopes and Amazon's DynamoDB Local. One binary, so one DynamoDB Local.
+
+mod create;
+mod events;
+mod helpers;
