@@ -7,5 +7,6 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod handler;
+pub mod logging;
 pub mod plant;
 pub mod store;

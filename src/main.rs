@@ -8,8 +8,7 @@ use plant_store::store::{DynamoStore, with_budgets};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    // Honours AWS_LAMBDA_LOG_FORMAT and AWS_LAMBDA_LOG_LEVEL.
-    tracing::init_default_subscriber();
+    plant_store::logging::init();
 
     let config = match Config::from_env() {
         Ok(config) => config,

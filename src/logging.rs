@@ -1,0 +1,135 @@
+//! Log setup: Lambda's advanced logging controls (`AWS_LAMBDA_LOG_FORMAT`,
+//! `AWS_LAMBDA_LOG_LEVEL`), plus one guarantee the runtime's default setup
+//! does not give: the raw event, which carries the `Authorization` header,
+//! is never written, whatever the level.
+
+use lambda_http::tracing::subscriber::filter::{EnvFilter, LevelFilter};
+use lambda_http::tracing::subscriber::fmt::MakeWriter;
+use lambda_http::tracing::subscriber::{self, fmt};
+
+/// `lambda_runtime` logs every raw invocation payload at TRACE under this
+/// target; we cap it at DEBUG so a bearer token can never reach the logs.
+const RAW_EVENT_TARGET: &str = "lambda_runtime::layers::api_response";
+
+/// Installs the global subscriber; call once, first thing in `main`.
+pub fn init() {
+    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|format| format.eq_ignore_ascii_case("json"));
+    let level = std::env::var("AWS_LAMBDA_LOG_LEVEL").ok();
+    install(json, level.as_deref(), std::io::stdout);
+}
+
+fn install<W>(json: bool, level: Option<&str>, writer: W)
+where
+    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
+{
+    let builder = builder(level, writer);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+type Builder<W> = fmt::SubscriberBuilder<
+    fmt::format::DefaultFields,
+    fmt::format::Format<fmt::format::Full, ()>,
+    EnvFilter,
+    W,
+>;
+
+fn builder<W>(level: Option<&str>, writer: W) -> Builder<W>
+where
+    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
+{
+    subscriber::fmt()
+        .with_target(false)
+        // Lambda timestamps every line itself.
+        .without_time()
+        .with_env_filter(filter(level))
+        .with_writer(writer)
+}
+
+/// The level Lambda asks for (`FATAL` counts as `ERROR`; anything
+/// unreadable as `INFO`), with the raw-event target capped at DEBUG.
+fn filter(level: Option<&str>) -> EnvFilter {
+    let level = match level.map(str::trim) {
+        Some(level) if level.eq_ignore_ascii_case("fatal") => LevelFilter::ERROR,
+        Some(level) => level.parse().unwrap_or(LevelFilter::INFO),
+        None => LevelFilter::INFO,
+    };
+    let capped = level.min(LevelFilter::DEBUG);
+    EnvFilter::builder().parse_lossy(format!("{level},{RAW_EVENT_TARGET}={capped}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::tracing;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Capture {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Capture {
+        type Writer = Capture;
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
+    fn logged(level: Option<&str>, emit: impl FnOnce()) -> String {
+        let capture = Capture::default();
+        let subscriber = builder(level, capture.clone()).json().finish();
+        tracing::dispatcher::with_default(&tracing::Dispatch::new(subscriber), emit);
+        String::from_utf8(capture.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn the_raw_event_is_never_logged_even_at_trace_level() {
+        let output = logged(Some("TRACE"), || {
+            tracing::trace!(target: "lambda_runtime::layers::api_response", body = "Bearer s3cret", "raw JSON event");
+            tracing::debug!(target: "lambda_runtime::layers::api_response", "kept at debug");
+            tracing::trace!(target: "plant_store", "other trace lines still flow");
+        });
+        assert!(!output.contains("s3cret"), "{output}");
+        assert!(output.contains("kept at debug"), "{output}");
+        assert!(output.contains("other trace lines still flow"), "{output}");
+    }
+
+    #[test]
+    fn the_level_follows_aws_lambda_log_level() {
+        let emit = || {
+            tracing::debug!("a debug line");
+            tracing::info!("an info line");
+            tracing::error!("an error line");
+        };
+        let info = logged(None, emit);
+        assert!(
+            !info.contains("a debug line") && info.contains("an info line"),
+            "{info}"
+        );
+        let debug = logged(Some("DEBUG"), emit);
+        assert!(debug.contains("a debug line"), "{debug}");
+        let fatal = logged(Some("FATAL"), emit);
+        assert!(
+            !fatal.contains("an info line") && fatal.contains("an error line"),
+            "{fatal}"
+        );
+        let unreadable = logged(Some("loud"), emit);
+        assert!(
+            unreadable.contains("an info line") && !unreadable.contains("a debug line"),
+            "{unreadable}"
+        );
+    }
+}
