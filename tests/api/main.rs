@@ -4,3 +4,4 @@
 mod create;
 mod events;
 mod helpers;
+mod startup;
