@@ -7,6 +7,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod handler;
+pub mod jwt;
 pub mod logging;
 pub mod plant;
 pub mod store;
