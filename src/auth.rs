@@ -1,14 +1,17 @@
 //! Who may call: the `Authorization` header, and the verifiers that decide
 //! whether a bearer token is accepted.
 //!
-//! The `Authenticator` asks every configured verifier; adding a verifier (the
-//! JWT one) means adding a field and one arm in `authenticate`, nothing else.
+//! The `Authenticator` asks every configured verifier (static tokens, JWTs
+//! from `crate::jwt`); adding one means adding a field and one arm in
+//! `authenticate`, nothing else.
 
 use std::fmt;
 
 use lambda_http::http::header::{AUTHORIZATION, HeaderMap};
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
+
+use crate::jwt::JwtVerifier;
 
 /// Why a request is not allowed through. Each variant is one `error` code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,11 +164,20 @@ impl TokenVerifier for StaticTokens {
 #[derive(Debug, Clone)]
 pub struct Authenticator {
     static_tokens: Option<StaticTokens>,
+    jwt: Option<JwtVerifier>,
 }
 
 impl Authenticator {
-    pub(crate) fn new(static_tokens: Option<StaticTokens>) -> Option<Self> {
-        static_tokens.is_some().then_some(Self { static_tokens })
+    pub(crate) fn new(static_tokens: Option<StaticTokens>, jwt: Option<JwtVerifier>) -> Option<Self> {
+        (static_tokens.is_some() || jwt.is_some()).then_some(Self { static_tokens, jwt })
+    }
+
+    /// An authenticator that accepts the JWTs `verifier` accepts, for tests.
+    pub fn with_jwt(verifier: JwtVerifier) -> Self {
+        Self {
+            static_tokens: None,
+            jwt: Some(verifier),
+        }
     }
 
     /// An authenticator that accepts exactly these plaintext tokens, for
@@ -177,14 +189,22 @@ impl Authenticator {
             .collect();
         Self {
             static_tokens: Some(StaticTokens { digests }),
+            jwt: None,
         }
     }
 
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<(), AuthError> {
         let token = bearer_token(headers)?;
-        let mut verdicts = Vec::with_capacity(1);
+        let mut verdicts = Vec::with_capacity(2);
         if let Some(static_tokens) = &self.static_tokens {
             verdicts.push(static_tokens.verify(token).await);
+        }
+        // A token one verifier accepts need not cost a JWT check (or a
+        // debug line saying it is no JWT).
+        if let Some(jwt) = &self.jwt {
+            if !verdicts.contains(&Verdict::Accepted) {
+                verdicts.push(jwt.verify(token).await);
+            }
         }
         combine(verdicts)
     }

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::auth::{Authenticator, StaticTokens};
+use crate::jwt::{DEFAULT_SCOPE, JwtSettings, JwtVerifier, SettingError};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -15,7 +16,12 @@ pub struct Config {
 pub enum ConfigError {
     MissingTableName,
     InvalidTokenDigest { position: usize },
-    JwtNotAvailable,
+    InvalidJwtIssuer,
+    MissingJwtAudience,
+    InvalidJwtJwksUrl,
+    InvalidJwtScope,
+    JwtWithoutIssuer(&'static str),
+    JwtClient(String),
     NoVerifier,
 }
 
@@ -27,9 +33,25 @@ impl fmt::Display for ConfigError {
                 f,
                 "PLANTS_TOKEN_SHA256 entry {position} is not a SHA-256 hex digest (64 hex digits); make one with: printf %s \"$TOKEN\" | sha256sum"
             ),
-            Self::JwtNotAvailable => f.write_str(
-                "PLANTS_JWT_ISSUER is set, but this version cannot verify JWTs yet: unset it and set PLANTS_TOKEN_SHA256",
+            Self::InvalidJwtIssuer => f.write_str(
+                "PLANTS_JWT_ISSUER must be the issuer's https URL without a query (http only for loopback hosts), exactly as in the tokens' iss claim",
             ),
+            Self::MissingJwtAudience => f.write_str(
+                "PLANTS_JWT_AUDIENCE is not set: with PLANTS_JWT_ISSUER, set the comma-separated accepted audiences (aud, or client_id when aud is absent)",
+            ),
+            Self::InvalidJwtJwksUrl => f.write_str(
+                "PLANTS_JWT_JWKS_URL must be an https URL (http only for loopback hosts); unset it to use the issuer's discovery document",
+            ),
+            Self::InvalidJwtScope => f.write_str(
+                "PLANTS_JWT_SCOPE must be one OAuth scope: printable ASCII without spaces, double quotes or backslashes",
+            ),
+            // Someone meant to turn JWTs on, and would otherwise not notice
+            // that they are off.
+            Self::JwtWithoutIssuer(variable) => write!(
+                f,
+                "{variable} is set but PLANTS_JWT_ISSUER is not: set PLANTS_JWT_ISSUER to turn JWT verification on, or unset {variable}"
+            ),
+            Self::JwtClient(cause) => write!(f, "PLANTS_JWT_ISSUER is set but {cause}"),
             Self::NoVerifier => f.write_str(
                 "no way to verify bearer tokens: set PLANTS_TOKEN_SHA256 (comma-separated SHA-256 hex digests of the accepted tokens) or PLANTS_JWT_ISSUER",
             ),
@@ -58,16 +80,56 @@ impl Config {
             }
             None => None,
         };
-        if get("PLANTS_JWT_ISSUER").is_some() {
-            return Err(ConfigError::JwtNotAvailable);
-        }
-        let authenticator = Authenticator::new(static_tokens).ok_or(ConfigError::NoVerifier)?;
+        let jwt = match jwt_settings(&get)? {
+            Some(settings) => {
+                Some(JwtVerifier::new(settings).map_err(|err| ConfigError::JwtClient(err.to_string()))?)
+            }
+            None => None,
+        };
+        let authenticator = Authenticator::new(static_tokens, jwt).ok_or(ConfigError::NoVerifier)?;
 
         Ok(Self {
             table_name: table_name.trim().to_owned(),
             authenticator,
         })
     }
+}
+
+/// The `PLANTS_JWT_*` variables, or `None` when JWTs are off. Values are
+/// trimmed; audiences are comma-separated, blanks around commas ignored.
+fn jwt_settings(get: &impl Fn(&str) -> Option<String>) -> Result<Option<JwtSettings>, ConfigError> {
+    let audience = get("PLANTS_JWT_AUDIENCE");
+    let jwks_url = get("PLANTS_JWT_JWKS_URL");
+    let Some(issuer) = get("PLANTS_JWT_ISSUER") else {
+        // PLANTS_JWT_SCOPE alone is fine: it has a default, and the SAM
+        // template always passes it.
+        return match (audience, jwks_url) {
+            (Some(_), _) => Err(ConfigError::JwtWithoutIssuer("PLANTS_JWT_AUDIENCE")),
+            (_, Some(_)) => Err(ConfigError::JwtWithoutIssuer("PLANTS_JWT_JWKS_URL")),
+            (None, None) => Ok(None),
+        };
+    };
+    let audience = audience.unwrap_or_default();
+    let audiences: Vec<&str> = audience
+        .split(',')
+        .map(str::trim)
+        .filter(|audience| !audience.is_empty())
+        .collect();
+    let scope = get("PLANTS_JWT_SCOPE");
+    let scope = scope.as_deref().map_or(DEFAULT_SCOPE, str::trim);
+    JwtSettings::new(
+        issuer.trim(),
+        &audiences,
+        jwks_url.as_deref().map(str::trim),
+        scope,
+    )
+    .map(Some)
+    .map_err(|err| match err {
+        SettingError::Issuer => ConfigError::InvalidJwtIssuer,
+        SettingError::Audience => ConfigError::MissingJwtAudience,
+        SettingError::JwksUrl => ConfigError::InvalidJwtJwksUrl,
+        SettingError::Scope => ConfigError::InvalidJwtScope,
+    })
 }
 
 #[cfg(test)]
@@ -134,14 +196,133 @@ mod tests {
         assert!(err.to_string().starts_with("PLANTS_TOKEN_SHA256 entry 2"));
     }
 
+    const ISSUER: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Example";
+
     #[test]
-    fn a_jwt_issuer_is_refused_rather_than_silently_ignored() {
+    fn an_issuer_and_an_audience_turn_jwts_on_with_or_without_static_tokens() {
         let digest = StaticTokens::digest_hex("dev");
+        let jwt_only = [
+            ("TABLE_NAME", "plants"),
+            ("PLANTS_JWT_ISSUER", ISSUER),
+            ("PLANTS_JWT_AUDIENCE", " client-a , client-b ,"),
+        ];
+        let rendered = format!("{:?}", config(&jwt_only).unwrap().authenticator);
+        assert!(rendered.contains(ISSUER), "{rendered}");
+        assert!(rendered.contains("client-b"), "{rendered}");
+        assert!(rendered.contains("\"plants:write\""), "{rendered}");
+
+        let both = [jwt_only.as_slice(), &[("PLANTS_TOKEN_SHA256", digest.as_str())]].concat();
+        let rendered = format!("{:?}", config(&both).unwrap().authenticator);
+        assert!(
+            rendered.contains("StaticTokens(1 digests)") && rendered.contains(ISSUER),
+            "{rendered}"
+        );
+    }
+
+    #[test]
+    fn the_scope_defaults_to_plants_write_and_can_be_changed() {
+        for (scope, expected) in [
+            (None, "plants:write"),
+            (Some(""), "plants:write"),
+            (Some(" plants/admin "), "plants/admin"),
+        ] {
+            let mut vars = vec![
+                ("TABLE_NAME", "plants"),
+                ("PLANTS_JWT_ISSUER", ISSUER),
+                ("PLANTS_JWT_AUDIENCE", "client-a"),
+            ];
+            vars.extend(scope.map(|scope| ("PLANTS_JWT_SCOPE", scope)));
+            let rendered = format!("{:?}", config(&vars).unwrap().authenticator);
+            assert!(
+                rendered.contains(&format!("scope: \"{expected}\"")),
+                "{scope:?}: {rendered}"
+            );
+        }
+    }
+
+    #[test]
+    fn unusable_jwt_settings_are_refused_naming_the_variable() {
+        use ConfigError::{InvalidJwtIssuer, InvalidJwtJwksUrl, InvalidJwtScope, MissingJwtAudience};
+        let cases = [
+            ("PLANTS_JWT_ISSUER", "http://issuer.example", InvalidJwtIssuer),
+            ("PLANTS_JWT_ISSUER", "http://10.0.0.1/pool", InvalidJwtIssuer),
+            ("PLANTS_JWT_ISSUER", "issuer.example", InvalidJwtIssuer),
+            (
+                "PLANTS_JWT_ISSUER",
+                "https://user@issuer.example",
+                InvalidJwtIssuer,
+            ),
+            (
+                "PLANTS_JWT_ISSUER",
+                "https://issuer.example/?tenant=1",
+                InvalidJwtIssuer,
+            ),
+            ("PLANTS_JWT_ISSUER", "ftp://issuer.example", InvalidJwtIssuer),
+            ("PLANTS_JWT_AUDIENCE", "", MissingJwtAudience),
+            ("PLANTS_JWT_AUDIENCE", " , ", MissingJwtAudience),
+            (
+                "PLANTS_JWT_JWKS_URL",
+                "http://issuer.example/jwks.json",
+                InvalidJwtJwksUrl,
+            ),
+            ("PLANTS_JWT_JWKS_URL", "not a url", InvalidJwtJwksUrl),
+            ("PLANTS_JWT_SCOPE", "plants:write plants:read", InvalidJwtScope),
+            ("PLANTS_JWT_SCOPE", "plants\"write", InvalidJwtScope),
+            ("PLANTS_JWT_SCOPE", "plants\\write", InvalidJwtScope),
+            ("PLANTS_JWT_SCOPE", "plantes:écrire", InvalidJwtScope),
+        ];
+        for (variable, value, expected) in cases {
+            let mut vars = vec![
+                ("TABLE_NAME", "plants"),
+                ("PLANTS_JWT_ISSUER", ISSUER),
+                ("PLANTS_JWT_AUDIENCE", "client-a"),
+            ];
+            vars.retain(|(name, _)| *name != variable);
+            vars.push((variable, value));
+            let err = config(&vars).unwrap_err();
+            assert_eq!(err, expected, "{variable}={value:?}");
+            let message = err.to_string();
+            assert!(message.starts_with(variable), "{message}");
+            assert_eq!(message.lines().count(), 1, "{message}");
+        }
+    }
+
+    #[test]
+    fn loopback_issuers_may_use_plain_http() {
+        for issuer in [
+            "http://127.0.0.1:8080",
+            "http://localhost:9000/realms/dev",
+            "http://[::1]:8080/",
+        ] {
+            let vars = [
+                ("TABLE_NAME", "plants"),
+                ("PLANTS_JWT_ISSUER", issuer),
+                ("PLANTS_JWT_AUDIENCE", "client-a"),
+            ];
+            assert!(config(&vars).is_ok(), "{issuer}");
+        }
+    }
+
+    #[test]
+    fn jwt_settings_without_an_issuer_are_refused_but_a_lone_scope_is_not() {
+        let digest = StaticTokens::digest_hex("dev");
+        for variable in ["PLANTS_JWT_AUDIENCE", "PLANTS_JWT_JWKS_URL"] {
+            let vars = [
+                ("TABLE_NAME", "plants"),
+                ("PLANTS_TOKEN_SHA256", digest.as_str()),
+                (variable, "x"),
+            ];
+            let err = config(&vars).unwrap_err();
+            assert_eq!(err, ConfigError::JwtWithoutIssuer(variable));
+            assert!(err.to_string().starts_with(variable), "{err}");
+        }
         let vars = [
             ("TABLE_NAME", "plants"),
             ("PLANTS_TOKEN_SHA256", digest.as_str()),
-            ("PLANTS_JWT_ISSUER", "https://issuer.example"),
+            ("PLANTS_JWT_SCOPE", "plants:write"),
         ];
-        assert_eq!(config(&vars).unwrap_err(), ConfigError::JwtNotAvailable);
+        assert!(config(&vars).is_ok());
+        let vars = [("TABLE_NAME", "plants"), ("PLANTS_JWT_SCOPE", "plants:write")];
+        assert_eq!(config(&vars).unwrap_err(), ConfigError::NoVerifier);
     }
 }
