@@ -130,10 +130,16 @@ pub struct TestApp {
 
 impl TestApp {
     pub async fn new() -> Self {
+        Self::with_authenticator(Authenticator::with_static_tokens(&[DEV_TOKEN])).await
+    }
+
+    /// The real handler over a fresh table, authenticating with `authenticator`.
+    pub async fn with_authenticator(authenticator: Authenticator) -> Self {
         let client = client_for(dynamodb_local_endpoint());
         let table = unique_name("plants");
         create_table(&client, &table).await;
-        Self::with_store(client.clone(), DynamoStore::new(client, &table), table)
+        let app = Arc::new(App::new(DynamoStore::new(client.clone(), &table), authenticator));
+        Self { app, client, table }
     }
 
     /// A handler whose store is `store`, e.g. one pointed at a dead endpoint.
@@ -282,6 +288,13 @@ impl Event {
             Some(value) => headers.insert(name.to_owned(), Value::from(value)),
             None => headers.remove(name),
         };
+        self
+    }
+
+    /// Sets the query string of an HTTP API 2.0 event.
+    pub fn query(mut self, name: &str, value: &str) -> Self {
+        self.0["rawQueryString"] = Value::from(format!("{name}={value}"));
+        self.0["queryStringParameters"] = serde_json::json!({ name: value });
         self
     }
 

@@ -4,4 +4,5 @@
 mod create;
 mod events;
 mod helpers;
+mod jwt;
 mod startup;
