@@ -10,6 +10,9 @@ use crate::jwt::{DEFAULT_SCOPE, JwtSettings, JwtVerifier, SettingError};
 pub struct Config {
     pub table_name: String,
     pub authenticator: Authenticator,
+    /// Open the connection to DynamoDB during init (`PLANTS_PREWARM`,
+    /// default on), so that the first request does not pay for it.
+    pub prewarm: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +26,7 @@ pub enum ConfigError {
     JwtWithoutIssuer(&'static str),
     JwtClient(String),
     NoVerifier,
+    InvalidPrewarm,
 }
 
 impl fmt::Display for ConfigError {
@@ -54,6 +58,9 @@ impl fmt::Display for ConfigError {
             Self::JwtClient(cause) => write!(f, "PLANTS_JWT_ISSUER is set but {cause}"),
             Self::NoVerifier => f.write_str(
                 "no way to verify bearer tokens: set PLANTS_TOKEN_SHA256 (comma-separated SHA-256 hex digests of the accepted tokens) or PLANTS_JWT_ISSUER",
+            ),
+            Self::InvalidPrewarm => f.write_str(
+                "PLANTS_PREWARM must be 1 or 0 (or true/false, on/off, yes/no): whether to open the connection to DynamoDB during init (default 1)",
             ),
         }
     }
@@ -87,11 +94,30 @@ impl Config {
             None => None,
         };
         let authenticator = Authenticator::new(static_tokens, jwt).ok_or(ConfigError::NoVerifier)?;
+        let prewarm = match get("PLANTS_PREWARM") {
+            Some(value) => parse_switch(&value).ok_or(ConfigError::InvalidPrewarm)?,
+            None => true,
+        };
 
         Ok(Self {
             table_name: table_name.trim().to_owned(),
             authenticator,
+            prewarm,
         })
+    }
+}
+
+/// An on/off setting: `1`/`0`, `true`/`false`, `on`/`off`, `yes`/`no`, in
+/// any case. Anything else is a mistake worth stopping for.
+fn parse_switch(value: &str) -> Option<bool> {
+    let value = value.trim();
+    let is = |words: [&str; 4]| words.iter().any(|word| value.eq_ignore_ascii_case(word));
+    if is(["1", "true", "on", "yes"]) {
+        Some(true)
+    } else if is(["0", "false", "off", "no"]) {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -166,6 +192,41 @@ mod tests {
                 .contains("PLANTS_TOKEN_SHA256")
         );
         assert!(ConfigError::NoVerifier.to_string().contains("PLANTS_JWT_ISSUER"));
+    }
+
+    #[test]
+    fn the_init_time_prewarm_is_on_unless_switched_off() {
+        let digest = StaticTokens::digest_hex("dev");
+        for (value, expected) in [
+            (None, true),
+            (Some(""), true),
+            (Some("1"), true),
+            (Some(" TRUE "), true),
+            (Some("on"), true),
+            (Some("0"), false),
+            (Some("false"), false),
+            (Some("Off"), false),
+            (Some("no"), false),
+        ] {
+            let mut vars = vec![("TABLE_NAME", "plants"), ("PLANTS_TOKEN_SHA256", digest.as_str())];
+            vars.extend(value.map(|value| ("PLANTS_PREWARM", value)));
+            assert_eq!(config(&vars).unwrap().prewarm, expected, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn an_unreadable_prewarm_switch_is_refused_naming_the_variable() {
+        let digest = StaticTokens::digest_hex("dev");
+        for value in ["2", "disabled", "nope"] {
+            let vars = [
+                ("TABLE_NAME", "plants"),
+                ("PLANTS_TOKEN_SHA256", digest.as_str()),
+                ("PLANTS_PREWARM", value),
+            ];
+            let err = config(&vars).unwrap_err();
+            assert_eq!(err, ConfigError::InvalidPrewarm, "{value}");
+            assert!(err.to_string().starts_with("PLANTS_PREWARM"), "{err}");
+        }
     }
 
     #[test]

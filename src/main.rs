@@ -1,5 +1,7 @@
 //! Wiring only: logging, configuration, the DynamoDB client, the runtime.
 
+use std::time::Instant;
+
 use aws_config::BehaviorVersion;
 use lambda_http::{Error, run, service_fn, tracing};
 use plant_store::config::Config;
@@ -21,7 +23,22 @@ async fn main() -> Result<(), Error> {
     // Built once; every invocation reuses its connection pool.
     let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
     let client = aws_sdk_dynamodb::Client::from_conf(with_budgets((&sdk_config).into()).build());
-    let app = App::new(DynamoStore::new(client, config.table_name), config.authenticator);
+    let store = DynamoStore::new(client, config.table_name);
+    if config.prewarm {
+        let started = Instant::now();
+        match store.prewarm().await {
+            Ok(()) => tracing::debug!(
+                elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+                "connection to DynamoDB opened during init"
+            ),
+            Err(err) => tracing::warn!(
+                elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+                cause = %err,
+                "pre-warm failed; the first request will open the connection to DynamoDB"
+            ),
+        }
+    }
+    let app = App::new(store, config.authenticator);
 
     let app = &app;
     run(service_fn(move |request| async move {

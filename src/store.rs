@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::Builder;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::error::{BoxError, SdkError};
+use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::primitives::{DateTime, DateTimeFormat};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
@@ -98,6 +98,10 @@ pub fn with_budgets(builder: Builder) -> Builder {
         )
 }
 
+/// The budget of the init-time pre-warm: one attempt, no retries, so that a
+/// store that is down delays the start by at most this much.
+pub const PREWARM_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Plants in a DynamoDB table with partition key `id` (Number).
 #[derive(Debug, Clone)]
 pub struct DynamoStore {
@@ -111,6 +115,35 @@ impl DynamoStore {
             client,
             table: table.into(),
         }
+    }
+
+    /// Opens the connection to DynamoDB during init, so that the first
+    /// request finds it in the pool: DNS, TCP, the TLS handshake (with the
+    /// crypto library's one-off seeding) and the credentials are paid for
+    /// before the first request arrives rather than on it. `DescribeTable` is
+    /// the cheapest signed call on the table (it needs
+    /// `dynamodb:DescribeTable`); any answer, even a denial, leaves a warm
+    /// connection behind. The caller logs a failure and carries on: this is
+    /// an optimisation, never a reason not to start.
+    pub async fn prewarm(&self) -> Result<(), BoxError> {
+        let budget = aws_sdk_dynamodb::Config::builder()
+            .retry_config(RetryConfig::disabled())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(CONNECT_TIMEOUT.min(PREWARM_TIMEOUT))
+                    .operation_attempt_timeout(PREWARM_TIMEOUT)
+                    .operation_timeout(PREWARM_TIMEOUT)
+                    .build(),
+            );
+        self.client
+            .describe_table()
+            .table_name(&self.table)
+            .customize()
+            .config_override(budget)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|err| DisplayErrorContext(err).to_string().into())
     }
 }
 

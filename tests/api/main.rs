@@ -5,4 +5,5 @@ mod create;
 mod events;
 mod helpers;
 mod jwt;
+mod prewarm;
 mod startup;

@@ -1,0 +1,118 @@
+//! The init-time pre-warm opens the connection to DynamoDB, and is harmless
+//! when DynamoDB is down: init goes on, bounded, and requests still get
+//! their documented answers.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use plant_store::store::{DynamoStore, PREWARM_TIMEOUT};
+
+use crate::helpers::{DEV_TOKEN, TestApp, client_for, unique_name};
+
+/// A port on which nothing listens: connections are refused at once.
+fn refused_endpoint() -> String {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    format!("http://127.0.0.1:{port}")
+}
+
+#[tokio::test]
+async fn the_prewarm_succeeds_against_a_live_table() {
+    let app = TestApp::new().await;
+    let store = DynamoStore::new(app.client.clone(), &app.table);
+
+    store.prewarm().await.expect("DescribeTable on DynamoDB Local");
+
+    let response = app.create(r#"{"id":1,"name":"Fern"}"#).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+}
+
+#[tokio::test]
+async fn a_prewarm_against_a_refused_port_fails_at_once_and_requests_still_get_503() {
+    let client = client_for(&refused_endpoint());
+    let table = unique_name("plants");
+    let store = DynamoStore::new(client.clone(), &table);
+
+    let started = Instant::now();
+    let result = store.prewarm().await;
+
+    assert!(result.is_err(), "{result:?}");
+    assert!(started.elapsed() < PREWARM_TIMEOUT, "{:?}", started.elapsed());
+    let app = TestApp::with_store(client, store, table);
+    let response = app.create(r#"{"id":1,"name":"Fern"}"#).await;
+    assert_eq!(response.status, 503, "{}", response.body);
+}
+
+#[tokio::test]
+async fn a_prewarm_against_a_store_that_never_answers_gives_up_within_its_budget() {
+    // Accepts connections and never answers, like a black-holed route.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let endpoint = format!("http://{}", listener.local_addr().expect("address"));
+    let accept = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let store = DynamoStore::new(client_for(&endpoint), unique_name("plants"));
+
+    let started = Instant::now();
+    let result = store.prewarm().await;
+
+    assert!(result.is_err(), "{result:?}");
+    let elapsed = started.elapsed();
+    assert!(elapsed < PREWARM_TIMEOUT + Duration::from_secs(1), "{elapsed:?}");
+    accept.abort();
+}
+
+#[test]
+fn the_built_function_reaches_the_runtime_api_when_dynamodb_is_down() {
+    let runtime_api = TcpListener::bind("127.0.0.1:0").expect("bind the fake Runtime API");
+    let address = runtime_api.local_addr().expect("address");
+    let digest = plant_store::auth::StaticTokens::digest_hex(DEV_TOKEN);
+    let endpoint = refused_endpoint();
+    let mut function = Command::new(env!("CARGO_BIN_EXE_plant-store"))
+        .env_clear()
+        .envs([
+            ("TABLE_NAME", "plants"),
+            ("PLANTS_TOKEN_SHA256", digest.as_str()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "local"),
+            ("AWS_SECRET_ACCESS_KEY", "local"),
+            ("AWS_LAMBDA_RUNTIME_API", &address.to_string()),
+            ("AWS_LAMBDA_FUNCTION_NAME", "plant-store"),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+            ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the function binary runs");
+
+    let started = Instant::now();
+    let (socket, _) = runtime_api.accept().expect("the function polls the Runtime API");
+    let mut request_line = String::new();
+    BufReader::new(socket)
+        .read_line(&mut request_line)
+        .expect("a request line");
+    let elapsed = started.elapsed();
+    let _ = function.kill();
+    let output = function.wait_with_output().expect("the function's output");
+    let log = String::from_utf8_lossy(&output.stdout);
+
+    assert!(
+        request_line.starts_with("GET /2018-06-01/runtime/invocation/next "),
+        "{request_line:?}"
+    );
+    assert!(elapsed < PREWARM_TIMEOUT + Duration::from_secs(3), "{elapsed:?}");
+    assert!(
+        log.contains("pre-warm failed; the first request will open the connection"),
+        "{log}"
+    );
+}
