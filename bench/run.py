@@ -1,0 +1,574 @@
+#!/usr/bin/env python3
+"""The plant-store cold-start and warm-latency benchmark (`make bench`).
+
+Runs the release binary as Lambda does, under a Runtime API emulator on
+loopback (bench/emulator.py), against DynamoDB Local over plain HTTP and
+over HTTPS through a TLS terminator with a throwaway CA
+(bench/tls_proxy.py), beside the same handler in Python (boto3) and in
+Node.js (@aws-sdk/client-dynamodb v3). Writes results.json, results.md and
+chart.svg into bench/results/ (or --out).
+
+    python3 bench/run.py                 # the full benchmark
+    python3 bench/run.py --smoke         # a few checked invocations of each implementation
+    python3 bench/run.py --install-only  # the peers' dependencies, into .tools/bench/
+    python3 bench/run.py --impl rust --transport https \\
+        --rust 'before=/path/a,PLANTS_PREWARM=0' --rust 'after=/path/b'   # compare Rust builds
+
+Standard library only. See docs/performance.md for the method and results.
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import ddb  # noqa: E402
+import report  # noqa: E402
+from emulator import FunctionDied, FunctionProcess  # noqa: E402
+from tls_proxy import TlsProxy, make_certificates  # noqa: E402
+
+TOKEN = "plant-store-dev-token"
+TOKEN_SHA256 = hashlib.sha256(TOKEN.encode()).hexdigest()
+TOOLS = os.path.join(REPO, ".tools", "bench")
+PY_VENV = os.path.join(TOOLS, "python")
+NODE_DIR = os.path.join(TOOLS, "node")
+PEERS = os.path.join(HERE, "peers")
+PLANT = {"name": "Monstera deliciosa", "tag": "aroid"}
+
+
+def log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def fail(message):
+    raise SystemExit(f"error: {message}")
+
+
+# ---- installing the peers ----------------------------------------------------
+
+
+def _digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def install_peers(impls):
+    """Installs the peers' pinned dependencies into .tools/bench/ (PyPI and
+    npm only), once per change of their manifests."""
+    if "python" in impls:
+        requirements = os.path.join(PEERS, "python", "requirements.txt")
+        stamp = os.path.join(PY_VENV, ".stamp-" + _digest(requirements)[:16])
+        if not os.path.exists(stamp):
+            log("installing the Python peer's dependencies (boto3) into .tools/bench/python")
+            if not os.path.exists(os.path.join(PY_VENV, "bin", "python")):
+                subprocess.run([sys.executable, "-m", "venv", PY_VENV], check=True)
+            subprocess.run(
+                [os.path.join(PY_VENV, "bin", "python"), "-m", "pip", "install", "--quiet",
+                 "--disable-pip-version-check", "--no-input", "-r", requirements],
+                check=True,
+            )  # fmt: skip
+            open(stamp, "w").close()
+    if "node" in impls:
+        if shutil.which("node") is None or shutil.which("npm") is None:
+            fail("node and npm are needed for the Node.js peer: install Node.js 20+")
+        lock = os.path.join(PEERS, "node", "package-lock.json")
+        stamp = os.path.join(NODE_DIR, ".stamp-" + _digest(lock)[:16])
+        if not os.path.exists(stamp):
+            log("installing the Node.js peer's dependencies (@aws-sdk/client-dynamodb) into .tools/bench/node")
+            os.makedirs(NODE_DIR, exist_ok=True)
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy(os.path.join(PEERS, "node", name), NODE_DIR)
+            subprocess.run(
+                ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True
+            )
+            open(stamp, "w").close()
+        # The handler beside its node_modules, as in a deployment package.
+        for name in ("bootstrap.js", "handler.js"):
+            shutil.copy(os.path.join(PEERS, "node", name), NODE_DIR)
+
+
+def dir_size(path, skip=()):
+    total = 0
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if d not in skip]
+        for name in files:
+            full = os.path.join(root, name)
+            if not os.path.islink(full):
+                total += os.path.getsize(full)
+    return total
+
+
+# ---- the subjects: what is measured ------------------------------------------
+
+
+class Subject:
+    """One implementation as run: argv, extra environment, trust settings."""
+
+    def __init__(self, name, kind, argv, env=None, certs="file", size=None, size_note=""):
+        self.name, self.kind, self.argv = name, kind, argv
+        self.env = dict(env or {})
+        self.certs = certs
+        self.size, self.size_note = size, size_note
+
+    def environment(self, transport, endpoint, certs, table):
+        env = {"TABLE_NAME": table, "PLANTS_TOKEN_SHA256": TOKEN_SHA256, "AWS_ENDPOINT_URL_DYNAMODB": endpoint}
+        if transport == "https":
+            if self.kind == "rust":
+                env["SSL_CERT_FILE"] = certs["bundle"]
+                if self.certs == "dir":
+                    # What rustls-native-certs does with no variable set:
+                    # the bundle file and every file of the directory.
+                    env["SSL_CERT_DIR"] = certs["certdir"]
+            elif self.kind == "python":
+                env["AWS_CA_BUNDLE"] = certs["bundle"]
+            elif self.kind == "node":
+                env["NODE_EXTRA_CA_CERTS"] = certs["ca"]
+        env.update(self.env)
+        return env
+
+
+def rust_subject(name, binary, settings):
+    env, certs = {}, "file"
+    for setting in settings:
+        key, sep, value = setting.partition("=")
+        if not sep:
+            fail(f"--rust setting {setting!r} is not KEY=VALUE")
+        if key == "certs":
+            if value not in ("file", "dir"):
+                fail("--rust certs= takes file or dir")
+            certs = value
+        else:
+            env[key] = value
+    if not os.path.isfile(binary):
+        fail(f"no binary at {binary}")
+    return Subject(name, "rust", [os.path.abspath(binary)], env, certs, os.path.getsize(binary), "stripped binary")
+
+
+def build_rust(profile):
+    args = ["cargo", "build", "--bin", "plant-store"] + (["--release"] if profile == "release" else [])
+    log("building: " + " ".join(args))
+    subprocess.run(args, cwd=REPO, check=True)
+    return os.path.join(REPO, "target", profile, "plant-store")
+
+
+def subjects_for(args):
+    subjects = []
+    if "rust" in args.impl:
+        if args.rust:
+            for spec in args.rust:
+                name, sep, rest = spec.partition("=")
+                if not sep:
+                    fail(f"--rust {spec!r}: use NAME=BINARY[,KEY=VALUE...]")
+                binary, *settings = rest.split(",")
+                subjects.append(rust_subject(name, binary, settings))
+        else:
+            binary = args.binary or build_rust("debug" if args.smoke else "release")
+            subjects.append(rust_subject("rust", binary, []))
+    if "python" in args.impl:
+        site = os.path.join(PY_VENV, "lib")
+        subjects.append(
+            Subject(
+                "python",
+                "python",
+                [os.path.join(PY_VENV, "bin", "python"), os.path.join(PEERS, "python", "bootstrap.py")],
+                size=dir_size(site, skip=("pip", "setuptools", "_distutils_hack", "pkg_resources")),
+                size_note="boto3 and its dependencies",
+            )
+        )
+    if "node" in args.impl:
+        subjects.append(
+            Subject(
+                "node",
+                "node",
+                ["node", os.path.join(NODE_DIR, "bootstrap.js")],
+                size=dir_size(os.path.join(NODE_DIR, "node_modules")),
+                size_note="node_modules",
+            )
+        )
+    return subjects
+
+
+# ---- events --------------------------------------------------------------------
+
+
+class Events:
+    """API Gateway HTTP API 2.0 envelopes, as events/create-http-api.json,
+    each with a fresh plant id and request id."""
+
+    def __init__(self, start):
+        with open(os.path.join(REPO, "events", "create-http-api.json")) as f:
+            self.template = json.load(f)
+        self.next_id = start
+
+    def create(self, body=None, plant_id=None, **changes):
+        if plant_id is None:
+            plant_id, self.next_id = self.next_id, self.next_id + 1
+        if body is None:
+            body = json.dumps({"id": plant_id, **PLANT}, separators=(",", ":"))
+        event = copy.deepcopy(self.template)
+        event["body"] = body
+        event["headers"]["content-length"] = str(len(body.encode()))
+        event["requestContext"]["requestId"] = f"bench-{plant_id}"
+        event["requestContext"]["timeEpoch"] = int(time.time() * 1000)
+        for key, value in changes.items():
+            if key == "headers":
+                for name, header in value.items():
+                    if header is None:
+                        event["headers"].pop(name, None)
+                    else:
+                        event["headers"][name] = header
+            elif key == "method":
+                event["requestContext"]["http"]["method"] = value
+            else:
+                event[key] = value
+        return json.dumps(event).encode()
+
+
+def check_created(subject, response):
+    body = json.loads(response.get("body") or "null")
+    if response.get("statusCode") != 200 or body != PLANT:
+        raise SystemExit(f"error: {subject.name} answered {response.get('statusCode')} {response.get('body')!r}")
+
+
+# ---- one run -------------------------------------------------------------------
+
+
+class Run:
+    """The shared fixtures of one benchmark: DynamoDB Local, the TLS proxy,
+    the certificates, a scratch folder for logs."""
+
+    def __init__(self, scratch, transports):
+        self.scratch = scratch
+        self.transports = transports
+        self.tables = 0
+
+    def __enter__(self):
+        self.ddb = ddb.DynamoDBLocal(REPO, os.path.join(self.scratch, "dynamodb-local.log")).__enter__()
+        self.client = self.ddb.client()
+        self.proxy = None
+        self.certs = None
+        if "https" in self.transports:
+            self.certs = make_certificates(os.path.join(self.scratch, "tls"))
+            self.proxy = TlsProxy(self.certs, self.ddb.port, os.path.join(self.scratch, "tls-proxy.log"))
+            self.proxy.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.proxy:
+            self.proxy.__exit__(*exc)
+        self.ddb.__exit__(*exc)
+
+    def endpoint(self, transport):
+        return self.proxy.endpoint if transport == "https" else self.ddb.endpoint
+
+    def table(self, subject, transport):
+        self.tables += 1
+        name = f"bench-{subject.name}-{transport}-{self.tables}"
+        self.client.create_table(name)
+        return name
+
+    def process(self, subject, transport, table):
+        env = subject.environment(transport, self.endpoint(transport), self.certs, table)
+        log_path = os.path.join(self.scratch, f"{subject.name}-{transport}.log")
+        return FunctionProcess(subject.argv, env, log_path)
+
+
+def cold_starts(run, subjects, transport, rounds, events):
+    """`rounds` fresh processes per subject, interleaved so that a change
+    of load on the machine touches every subject alike."""
+    samples = {s.name: [] for s in subjects}
+    tables = {s.name: run.table(s, transport) for s in subjects}
+    for i in range(rounds):
+        order = subjects[i % len(subjects) :] + subjects[: i % len(subjects)]
+        for subject in order:
+            fn = run.process(subject, transport, tables[subject.name])
+            try:
+                init_wall, init_cpu = fn.start()
+                response, wall, cpu = fn.invoke(events.create())
+                check_created(subject, response)
+                cold_cpu = fn.cpu_at_response
+                samples[subject.name].append(
+                    {
+                        "init_wall_ms": init_wall / 1e6,
+                        "init_cpu_ms": init_cpu / 1e6,
+                        "first_wall_ms": wall / 1e6,
+                        "first_cpu_ms": cpu / 1e6,
+                        "cold_wall_ms": (init_wall + wall) / 1e6,
+                        "cold_cpu_ms": cold_cpu / 1e6,
+                        "peak_rss_kib": fn.peak_rss_kib(),
+                    }
+                )
+            except (FunctionDied, TimeoutError) as err:
+                fail(f"{subject.name} over {transport}: {err}; see {fn.log_path}")
+            finally:
+                fn.stop()
+        log(f"  cold {transport}: round {i + 1}/{rounds}")
+    return samples
+
+
+def warm_run(run, subject, transport, count, events):
+    """One process: its cold start, then `count` sequential invocations."""
+    fn = run.process(subject, transport, run.table(subject, transport))
+    try:
+        fn.start()
+        check_created(subject, fn.invoke(events.create())[0])
+        walls, cpus = [], []
+        fn.api.wait_next()
+        cpu_start = fn.cpu()
+        for _ in range(count):
+            response, wall, cpu = fn.invoke(events.create())
+            check_created(subject, response)
+            walls.append(wall / 1e6)
+            cpus.append(cpu / 1e6)
+        fn.api.wait_next()
+        cpu_total = fn.cpu() - cpu_start
+        return {
+            "wall_ms": walls,
+            "cpu_in_window_ms": cpus,
+            "cpu_per_invocation_ms": cpu_total / 1e6 / count,
+            "peak_rss_kib": fn.peak_rss_kib(),
+        }
+    except (FunctionDied, TimeoutError) as err:
+        fail(f"{subject.name} over {transport}: {err}; see {fn.log_path}")
+    finally:
+        fn.stop()
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def benchmark(args, subjects, scratch):
+    results = {"transports": {}, "load": {"before": loadavg()}}
+    events = Events(start=10_000_000)
+    with Run(scratch, args.transport) as run:
+        log(f"warming DynamoDB Local's JVM with {args.ddb_warmup} writes")
+        warm_table = "bench-jvm-warm-up"
+        run.client.create_table(warm_table)
+        run.client.warm(warm_table, args.ddb_warmup)
+        for transport in args.transport:
+            log(f"{transport}: {args.cold} cold starts per implementation")
+            cold = cold_starts(run, subjects, transport, args.cold, events)
+            warm = {}
+            for subject in subjects:
+                log(f"{transport}: {subject.name}: {args.warm} warm invocations")
+                warm[subject.name] = warm_run(run, subject, transport, args.warm, events)
+            results["transports"][transport] = {"cold": cold, "warm": warm}
+            results["load"][f"after_{transport}"] = loadavg()
+    return results
+
+
+# ---- the smoke test ---------------------------------------------------------------
+
+
+def conformance_cases(events):
+    """(label, event, expected status, expected body or error code)."""
+    created = json.dumps({"id": 42, **PLANT}, separators=(",", ":"))
+    return [
+        ("create", events.create(body=created, plant_id=42), 200, PLANT),
+        ("retry of the same create", events.create(body=created, plant_id=42), 200, PLANT),
+        ("same id, other content", events.create(body='{"id":42,"name":"Fern"}', plant_id=42), 409, 40901),
+        ("create without a tag", events.create(body='{"id":43,"name":"Fern"}', plant_id=43), 200, {"name": "Fern"}),
+        ("no token", events.create(headers={"authorization": None}), 401, 40101),
+        ("unknown token", events.create(headers={"authorization": "Bearer nope"}), 401, 40102),
+        ("unknown field", events.create(body='{"id":1,"name":"a","colour":"red"}'), 400, 40005),
+        ("missing name", events.create(body='{"id":1}'), 400, 40002),
+        ("float id", events.create(body='{"id":1.0,"name":"a"}'), 400, 40003),
+        ("id beyond int64", events.create(body='{"id":9223372036854775808,"name":"a"}'), 400, 40004),
+        ("blank name", events.create(body='{"id":1,"name":" "}'), 400, 40004),
+        ("duplicate field", events.create(body='{"id":1,"name":"a","name":"b"}'), 400, 40001),
+        ("not JSON", events.create(body='{"id":'), 400, 40001),
+        ("text/plain", events.create(headers={"content-type": "text/plain"}), 415, 41501),
+        ("GET", events.create(method="GET"), 405, 40501),
+        ("other path", events.create(rawPath="/animals"), 404, 40401),
+    ]
+
+
+def smoke(args, subjects, scratch):
+    passed, failed = 0, 0
+    with Run(scratch, args.transport) as run:
+        for transport in args.transport:
+            for subject in subjects:
+                fn = run.process(subject, transport, run.table(subject, transport))
+                events = Events(start=1000)
+                problems = []
+                try:
+                    fn.start()
+                    cases = conformance_cases(events) if transport == "http" else [
+                        ("create", events.create(), 200, PLANT),
+                        ("create", events.create(), 200, PLANT),
+                    ]
+                    for label, event, status, expected in cases:
+                        response, _, _ = fn.invoke(event)
+                        body = json.loads(response.get("body") or "null")
+                        got = body if status == 200 else (body or {}).get("error")
+                        headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
+                        if (response.get("statusCode"), got) != (status, expected):
+                            problems.append(f"{label}: {response.get('statusCode')} {response.get('body')}")
+                        elif headers.get("content-type") != "application/json" or "x-request-id" not in headers:
+                            problems.append(f"{label}: standard headers missing: {headers}")
+                except (FunctionDied, TimeoutError) as err:
+                    problems.append(f"{err}; see {fn.log_path}")
+                finally:
+                    fn.stop()
+                ok = not problems
+                passed, failed = passed + ok, failed + (not ok)
+                print(f"{'ok  ' if ok else 'FAIL'} {subject.name} over {transport}", flush=True)
+                for problem in problems:
+                    print(f"     {problem}", flush=True)
+    print(f"smoke: {passed} passed, {failed} failed", flush=True)
+    return failed == 0
+
+
+# ---- the machine -------------------------------------------------------------------
+
+
+def command_version(argv):
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return None
+
+
+def machine():
+    model = None
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    os_name = None
+    if os.path.exists("/etc/os-release"):
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    os_name = line.split("=", 1)[1].strip().strip('"')
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "arch": platform.machine(),
+        "os": os_name,
+        "kernel": platform.release(),
+        "memory_gib": round(mem_kib / 1024 / 1024),
+        "rustc": command_version(["rustc", "--version"]),
+        "python": platform.python_version(),
+        "node": command_version(["node", "--version"]),
+        "java": command_version(["java", "-version"]),
+        "openssl": command_version(["openssl", "version"]),
+    }
+
+
+# ---- main ------------------------------------------------------------------------
+
+
+def scrub(arg):
+    """An argument with every absolute path cut to its file name, so that
+    no path of this machine lands in the results."""
+    import re
+
+    return re.sub(r"/[^,=\s]*/", "", arg)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="a few checked invocations of each implementation")
+    parser.add_argument("--install-only", action="store_true", help="install the peers' dependencies and stop")
+    parser.add_argument("--impl", default="rust,python,node", help="comma-separated: rust, python, node")
+    parser.add_argument("--transport", default="http,https", help="comma-separated: http, https")
+    parser.add_argument("--cold", type=int, default=20, help="fresh processes per implementation (default 20)")
+    parser.add_argument("--warm", type=int, default=2000, help="sequential warm invocations (default 2000)")
+    parser.add_argument("--ddb-warmup", type=int, default=3000, help="writes to warm DynamoDB Local's JVM first")
+    parser.add_argument("--binary", help="the Rust function to run (default: build it with cargo)")
+    parser.add_argument(
+        "--rust", action="append", metavar="NAME=BINARY[,KEY=VALUE...]",
+        help="a Rust build to measure, with extra environment; certs=dir|file picks the CA loading (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where results go")
+    parser.add_argument("--label", default="", help="a note stored with the results")
+    args = parser.parse_args(argv)
+    args.impl = [x for x in args.impl.split(",") if x]
+    args.transport = [x for x in args.transport.split(",") if x]
+    for impl in args.impl:
+        if impl not in ("rust", "python", "node"):
+            parser.error(f"unknown implementation {impl}")
+    for transport in args.transport:
+        if transport not in ("http", "https"):
+            parser.error(f"unknown transport {transport}")
+    if args.smoke:
+        args.cold, args.warm = 1, 0
+    if not args.smoke and (args.cold < 1 or args.warm < 1):
+        parser.error("--cold and --warm must be at least 1")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    install_peers(args.impl)
+    if args.install_only:
+        return 0
+    if shutil.which("java") is None:
+        fail("java is needed for DynamoDB Local: install a Java 17+ runtime")
+    subjects = subjects_for(args)
+    scratch = tempfile.mkdtemp(prefix="plant-store-bench-")
+    try:
+        if args.smoke:
+            return 0 if smoke(args, subjects, scratch) else 1
+        started = time.time()
+        results = benchmark(args, subjects, scratch)
+        results.update(
+            {
+                "schema": 1,
+                "label": args.label,
+                "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+                "duration_s": round(time.time() - started),
+                "command": " ".join(["python3", "bench/run.py", *map(scrub, argv or sys.argv[1:])]),
+                "settings": {"cold": args.cold, "warm": args.warm, "ddb_warmup": args.ddb_warmup},
+                "machine": machine(),
+                "subjects": {
+                    s.name: {
+                        "kind": s.kind,
+                        "size_bytes": s.size,
+                        "size_note": s.size_note,
+                        "env": s.env,
+                        "certs": s.certs if s.kind == "rust" else None,
+                    }
+                    for s in subjects
+                },
+            }
+        )
+        summary = report.summarise(results)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "results.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+            f.write("\n")
+        with open(os.path.join(args.out, "results.md"), "w") as f:
+            f.write(report.markdown(summary))
+        with open(os.path.join(args.out, "chart.svg"), "w") as f:
+            f.write(report.svg(summary))
+        print(report.markdown(summary))
+        log(f"wrote results.json, results.md and chart.svg to {os.path.relpath(args.out)}")
+        return 0
+    finally:
+        if os.environ.get("BENCH_KEEP_SCRATCH"):
+            log(f"logs kept in {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
