@@ -129,6 +129,7 @@ pub enum Bound {
     Length { max_chars: usize },
     NotOnlyWhitespace,
     NoControlCharacters,
+    UnpairedSurrogate,
 }
 
 impl fmt::Display for BodyError {
@@ -154,6 +155,9 @@ impl fmt::Display for BodyError {
                 Bound::NotOnlyWhitespace => write!(f, "field `{field}` must not be only whitespace"),
                 Bound::NoControlCharacters => {
                     write!(f, "field `{field}` must not contain control characters")
+                }
+                Bound::UnpairedSurrogate => {
+                    write!(f, "field `{field}` must not contain unpaired surrogate escapes")
                 }
             },
         }
@@ -224,9 +228,21 @@ fn parse_id(raw: &RawValue) -> Result<PlantId, BodyError> {
 }
 
 fn parse_string(field: &'static str, raw: &RawValue) -> Result<String, BodyError> {
-    serde_json::from_str(raw.get()).map_err(|_| BodyError::WrongType {
-        field,
-        expected: "a string",
+    serde_json::from_str(raw.get()).map_err(|_| {
+        // The syntax was checked already, so a JSON string that does not
+        // decode holds an unpaired surrogate escape such as "\ud800": it is
+        // a string, but not Unicode text that any plant can be named with.
+        if raw.get().starts_with('"') {
+            BodyError::OutOfBounds {
+                field,
+                bound: Bound::UnpairedSurrogate,
+            }
+        } else {
+            BodyError::WrongType {
+                field,
+                expected: "a string",
+            }
+        }
     })
 }
 
@@ -419,6 +435,26 @@ mod tests {
     }
 
     #[test]
+    fn unpaired_surrogate_escapes_are_out_of_bounds_and_pairs_are_fine() {
+        for escape in ["\\ud800", "\\udbff", "\\udc00", "a\\udfffb", "\\udf31\\ud83c"] {
+            let name = parse(&format!(r#"{{"id":1,"name":"{escape}"}}"#));
+            assert_eq!(
+                name,
+                out_of_bounds("name", Bound::UnpairedSurrogate),
+                "name {escape}"
+            );
+            let tag = parse(&format!(r#"{{"id":1,"name":"n","tag":"{escape}"}}"#));
+            assert_eq!(
+                tag,
+                out_of_bounds("tag", Bound::UnpairedSurrogate),
+                "tag {escape}"
+            );
+        }
+        let pair = parse(r#"{"id":1,"name":"\ud83c\udf31"}"#).unwrap();
+        assert_eq!(pair.name.as_str(), "🌱");
+    }
+
+    #[test]
     fn whitespace_only_values_are_rejected() {
         for blank in [" ", "   ", "\\u00a0", "\\u3000 "] {
             let name = parse(&format!(r#"{{"id":1,"name":"{blank}"}}"#));
@@ -536,6 +572,10 @@ mod tests {
             (
                 r#"{"id":1,"name":"\u0000"}"#,
                 "field `name` must not contain control characters",
+            ),
+            (
+                r#"{"id":1,"name":"\ud800"}"#,
+                "field `name` must not contain unpaired surrogate escapes",
             ),
             (
                 r#"{"id":9223372036854775808,"name":"n"}"#,
