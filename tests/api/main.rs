@@ -6,4 +6,5 @@ mod events;
 mod helpers;
 mod jwt;
 mod prewarm;
+mod properties;
 mod startup;
