@@ -3,6 +3,7 @@
 //! in `events/` and sent through the real handler.
 
 use std::collections::HashMap;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
@@ -62,10 +64,28 @@ fn jar_dir() -> Result<PathBuf, String> {
         .ok_or_else(|| "DynamoDB Local is not installed: run `make tools-test` (or `make test`), or set DYNAMODB_LOCAL_DIR".to_owned())
 }
 
+/// True once DynamoDB Local answers an API call, not merely accepts a
+/// connection: its first answer can take longer than the attempt timeout
+/// of the clients under test (the JVM warms up), so the harness pays for it.
+fn answers(port: u16) -> bool {
+    const LIST_TABLES: &str = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+        Content-Type: application/x-amz-json-1.0\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\n\
+        Authorization: AWS4-HMAC-SHA256 Credential=local/20250101/us-east-1/dynamodb/aws4_request, \
+        SignedHeaders=host, Signature=0\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let mut status = [0; 12];
+    stream.set_read_timeout(Some(Duration::from_secs(30))).is_ok()
+        && stream.write_all(LIST_TABLES.as_bytes()).is_ok()
+        && stream.read_exact(&mut status).is_ok()
+        && status == *b"HTTP/1.1 200"
+}
+
 /// Starts the jar on a free port under a watchdog shell that stops it as
 /// soon as this test process is gone, however the process ends (a failed
 /// assertion, a panic, a kill): statics are never dropped, so nothing in
-/// Rust could be relied on to do it.
+/// Rust could be relied on to do it. Returns once it answers.
 fn start_dynamodb_local() -> Result<DynamoDbLocal, String> {
     let dir = jar_dir()?;
     let port = TcpListener::bind("127.0.0.1:0")
@@ -93,7 +113,7 @@ fn start_dynamodb_local() -> Result<DynamoDbLocal, String> {
         .map_err(|err| format!("cannot start DynamoDB Local: {err}"))?;
 
     let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !answers(port) {
         let exited = watchdog.try_wait().ok().flatten().is_some();
         if exited || Instant::now() > deadline {
             let output = std::fs::read_to_string(&log).unwrap_or_default();
@@ -201,6 +221,9 @@ pub async fn send(app: &App<DynamoStore>, request: Request) -> TestResponse {
     }
 }
 
+/// Creates `table`, a name no other test uses. A `ResourceInUseException`
+/// therefore means that an attempt the SDK gave up on (a cold DynamoDB Local
+/// can take longer than the attempt timeout) did create it.
 async fn create_table(client: &Client, table: &str) {
     let attribute = AttributeDefinition::builder()
         .attribute_name("id")
@@ -212,20 +235,25 @@ async fn create_table(client: &Client, table: &str) {
         .key_type(KeyType::Hash)
         .build()
         .expect("key schema");
-    client
+    let result = client
         .create_table()
         .table_name(table)
         .attribute_definitions(attribute)
         .key_schema(key)
         .billing_mode(BillingMode::PayPerRequest)
         .send()
-        .await
-        .unwrap_or_else(|err| {
-            panic!(
-                "CreateTable {table}: {}",
-                aws_sdk_dynamodb::error::DisplayErrorContext(err)
-            )
-        });
+        .await;
+    match result {
+        Ok(_) => {}
+        Err(err)
+            if err
+                .as_service_error()
+                .is_some_and(CreateTableError::is_resource_in_use_exception) => {}
+        Err(err) => panic!(
+            "CreateTable {table}: {}",
+            aws_sdk_dynamodb::error::DisplayErrorContext(err)
+        ),
+    }
 }
 
 pub fn unique_name(prefix: &str) -> String {
