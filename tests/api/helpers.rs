@@ -12,6 +12,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::retry::RetryPartition;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::types::{
@@ -39,7 +40,7 @@ struct DynamoDbLocal {
 static DYNAMODB_LOCAL: OnceLock<Result<DynamoDbLocal, String>> = OnceLock::new();
 
 /// The endpoint of this test binary's DynamoDB Local, started on first use.
-fn dynamodb_local_endpoint() -> &'static str {
+pub fn dynamodb_local_endpoint() -> &'static str {
     match DYNAMODB_LOCAL.get_or_init(start_dynamodb_local) {
         Ok(local) => &local.endpoint,
         Err(err) => panic!("{err}"),
@@ -133,12 +134,25 @@ fn start_dynamodb_local() -> Result<DynamoDbLocal, String> {
 /// retries. Built per test: an SDK client must not outlive the Tokio
 /// runtime it was first used on, and every `#[tokio::test]` has its own.
 pub fn client_for(endpoint: &str) -> Client {
-    let config = aws_sdk_dynamodb::Config::builder()
+    Client::from_conf(with_budgets(local_config(endpoint)).build())
+}
+
+/// Like `client_for`, with a retry quota of its own, as the client of one
+/// warm function would have. The SDK's quota (a token bucket that failed
+/// retries drain) is shared by every client of the process by default, so
+/// without this, tests that inject faults would take retries from each
+/// other and the number of attempts would depend on what runs alongside.
+pub fn function_client_for(endpoint: &str) -> Client {
+    let config = local_config(endpoint).retry_partition(RetryPartition::new(unique_name("function")));
+    Client::from_conf(with_budgets(config).build())
+}
+
+fn local_config(endpoint: &str) -> aws_sdk_dynamodb::config::Builder {
+    aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
-        .endpoint_url(endpoint);
-    Client::from_conf(with_budgets(config).build())
+        .endpoint_url(endpoint)
 }
 
 /// One test's world: the real handler over a table of its own.

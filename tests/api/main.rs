@@ -3,6 +3,8 @@
 
 mod create;
 mod events;
+mod fault_proxy;
+mod faults;
 mod helpers;
 mod jwt;
 mod prewarm;
