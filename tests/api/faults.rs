@@ -4,13 +4,21 @@
 //! same warm function recovers without a restart. Tables are always read
 //! directly from DynamoDB Local, never through the proxy.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use plant_store::store::{ATTEMPT_TIMEOUT, DynamoStore, MAX_ATTEMPTS, OPERATION_TIMEOUT};
 use serde_json::json;
+use tokio::task::{JoinSet, spawn_blocking};
 
 use crate::fault_proxy::{Fault, FaultProxy};
-use crate::helpers::{TestApp, TestResponse, assert_item, dynamodb_local_endpoint, function_client_for};
+use crate::helpers::{
+    DynamoDbLocal, Event, Stop, Storage, TestApp, TestResponse, assert_item, client_for, create_table,
+    dynamodb_local_endpoint, function_client_for, send, unique_name,
+};
 
 /// Comfortably under the function's 10 s timeout (template.yaml): a 503
 /// that takes longer than this would reach API Gateway as a bare 504.
@@ -253,4 +261,280 @@ async fn a_single_throttled_attempt_is_absorbed_by_the_sdks_retry() {
     assert_created(&response);
     assert_eq!((proxy.requests(), proxy.forwarded()), (2, 1));
     assert_eq!(app.items().await.len(), 1);
+}
+
+/// What a client of the kill-and-restart stream sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    /// A plant under a fresh id.
+    New,
+    /// The identical body of a plant that already got its 200.
+    Retry,
+    /// Another plant under the id of one that already got its 200.
+    Conflict,
+    /// A body with an unknown field, under a fresh id.
+    Bad,
+}
+
+#[derive(Debug)]
+struct Exchange {
+    sent: Sent,
+    id: i64,
+    name: String,
+    status: u16,
+    started: Instant,
+}
+
+/// The stream's clients: a fixed mix of requests, paced, until told to stop.
+async fn stream(
+    app: Arc<TestApp>,
+    stop: Arc<AtomicBool>,
+    acknowledged: Arc<Mutex<Vec<(i64, String)>>>,
+) -> Vec<Exchange> {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    let mut exchanges = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let earlier = {
+            let acknowledged = acknowledged.lock().unwrap_or_else(PoisonError::into_inner);
+            (!acknowledged.is_empty()).then(|| acknowledged[n as usize % acknowledged.len()].clone())
+        };
+        let (sent, id, name, body) = match (n % 10, earlier) {
+            (6 | 7, Some((id, name))) => (Sent::Retry, id, name.clone(), json!({ "id": id, "name": name })),
+            (8, Some((id, _))) => {
+                let name = format!("conflict {n}");
+                (
+                    Sent::Conflict,
+                    id,
+                    name.clone(),
+                    json!({ "id": id, "name": name }),
+                )
+            }
+            (9, _) => {
+                let name = format!("bad {n}");
+                let body = json!({ "id": n, "name": name, "colour": "green" });
+                (Sent::Bad, i64::from(n), name, body)
+            }
+            _ => {
+                let name = format!("plant {n}");
+                (
+                    Sent::New,
+                    i64::from(n),
+                    name.clone(),
+                    json!({ "id": n, "name": name }),
+                )
+            }
+        };
+        let started = Instant::now();
+        let request = Event::load("create-http-api.json")
+            .body(&body.to_string())
+            .request();
+        let status = send(&app.app, request).await.status;
+        if sent == Sent::New && status == 200 {
+            acknowledged
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((id, name.clone()));
+        }
+        exchanges.push(Exchange {
+            sent,
+            id,
+            name,
+            status,
+            started,
+        });
+        // A client backs off after a 503 (Retry-After, shortened here).
+        let pause = if status == 503 { 200 } else { 10 };
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+    }
+    exchanges
+}
+
+async fn wait_for_200s(acknowledged: &Mutex<Vec<(i64, String)>>, more: usize, what: &str) {
+    let target = acknowledged.lock().unwrap_or_else(PoisonError::into_inner).len() + more;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while acknowledged.lock().unwrap_or_else(PoisonError::into_inner).len() < target {
+        assert!(
+            Instant::now() < deadline,
+            "no {more} creates got 200 {what} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A well-behaved client: sends each body again after a 503, waiting as
+/// `Retry-After` says, a few times at most. The restarted DynamoDB Local
+/// is cold and keeps its tables in files, so it may still be slow.
+async fn retry_until_answered(app: Arc<TestApp>, bodies: Vec<String>) -> Vec<(String, TestResponse)> {
+    let mut answers = Vec::new();
+    for body in bodies {
+        let mut response = app.create(&body).await;
+        for _ in 0..5 {
+            if response.status != 503 {
+                break;
+            }
+            let wait: u64 = response
+                .header("retry-after")
+                .and_then(|seconds| seconds.parse().ok())
+                .expect("a 503 says when to retry");
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+            response = app.create(&body).await;
+        }
+        answers.push((body, response));
+    }
+    answers
+}
+
+fn text(item: &HashMap<String, AttributeValue>, key: &str) -> String {
+    item[key].as_s().expect("a string attribute").clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_killed_mid_stream_and_restarted_loses_no_acknowledged_write_and_leaves_no_stray_item() {
+    // Arrange: a DynamoDB Local of this test's own whose tables live in
+    // files, so they outlive the crash.
+    let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(unique_name("dynamodb-files"));
+    let _ = std::fs::remove_dir_all(&folder); // left by an earlier process with the same id
+    std::fs::create_dir_all(&folder).expect("a folder for DynamoDB Local's files");
+    let storage = Storage::Files(folder.clone());
+    let start = move |port| {
+        let storage = storage.clone();
+        spawn_blocking(move || DynamoDbLocal::start(port, &storage).unwrap_or_else(|err| panic!("{err}")))
+    };
+    let local = start(0).await.expect("DynamoDB Local started");
+    let (port, endpoint) = (local.port(), local.endpoint());
+    let direct = client_for(&endpoint);
+    let table = unique_name("plants");
+    create_table(&direct, &table).await;
+    let store = DynamoStore::new(function_client_for(&endpoint), &table);
+    let app = Arc::new(TestApp::with_store(direct, store, table));
+
+    // Act: four clients stream requests; DynamoDB is killed (SIGKILL, a
+    // crash) in the middle, restarted on the same port and files, and the
+    // stream goes on until the same warm function has served 200s again.
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let mut clients = JoinSet::new();
+    for _ in 0..4 {
+        clients.spawn(stream(
+            Arc::clone(&app),
+            Arc::clone(&stop),
+            Arc::clone(&acknowledged),
+        ));
+    }
+    wait_for_200s(&acknowledged, 30, "before the crash").await;
+    spawn_blocking(move || local.stop(Stop::Kill))
+        .await
+        .expect("DynamoDB Local killed");
+    let killed = Instant::now();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let local = start(port).await.expect("DynamoDB Local restarted");
+    let restarted = Instant::now();
+    wait_for_200s(&acknowledged, 30, "after the restart").await;
+    stop.store(true, Ordering::SeqCst);
+    let exchanges: Vec<Exchange> = clients.join_all().await.into_iter().flatten().collect();
+
+    // Assert: every answer is one the contract allows for what was sent...
+    let count = |sent: Sent, status: u16| {
+        exchanges
+            .iter()
+            .filter(|exchange| exchange.sent == sent && exchange.status == status)
+            .count()
+    };
+    for exchange in &exchanges {
+        let allowed: &[u16] = match exchange.sent {
+            Sent::New | Sent::Retry => &[200, 503],
+            Sent::Conflict => &[409, 503],
+            Sent::Bad => &[400],
+        };
+        assert!(allowed.contains(&exchange.status), "{exchange:?}");
+    }
+    let during_outage = exchanges.iter().filter(|exchange| exchange.status == 503).count();
+    let served_after_restart = exchanges
+        .iter()
+        .filter(|exchange| exchange.status == 200 && exchange.started > restarted)
+        .count();
+    assert!(during_outage > 0, "no request met the outage");
+    assert!(served_after_restart > 0, "the function did not recover");
+
+    // ...every plant that got a 200 is stored exactly, and every item is a
+    // whole plant that a 200 or an in-doubt 503 of its own create accounts for.
+    let names: HashMap<i64, &str> = exchanges
+        .iter()
+        .filter(|exchange| exchange.sent == Sent::New)
+        .map(|exchange| (exchange.id, exchange.name.as_str()))
+        .collect();
+    let items = app.items().await;
+    for item in &items {
+        let id: i64 = item["id"]
+            .as_n()
+            .expect("a number id")
+            .parse()
+            .expect("an int64 id");
+        let name = names
+            .get(&id)
+            .unwrap_or_else(|| panic!("no create accounts for {item:?}"));
+        assert_item(item, id, name, None);
+    }
+    let stored: HashMap<i64, String> = items
+        .iter()
+        .map(|item| (item["id"].as_n().unwrap().parse().unwrap(), text(item, "name")))
+        .collect();
+    for exchange in &exchanges {
+        match (exchange.sent, exchange.status) {
+            (Sent::New | Sent::Retry, 200) => {
+                assert_eq!(stored.get(&exchange.id), Some(&exchange.name), "{exchange:?}");
+            }
+            (Sent::Conflict, 409) => {
+                assert_eq!(
+                    stored.get(&exchange.id).map(String::as_str),
+                    Some(names[&exchange.id])
+                );
+            }
+            (Sent::Bad, _) => assert!(!stored.contains_key(&exchange.id), "{exchange:?}"),
+            _ => {}
+        }
+    }
+
+    // ...and a client that got 503 can retry safely: the retry gets 200,
+    // whether or not the lost attempt had written.
+    let in_doubt: HashSet<i64> = exchanges
+        .iter()
+        .filter(|exchange| exchange.sent == Sent::New && exchange.status == 503)
+        .map(|exchange| exchange.id)
+        .collect();
+    let written_before_retry = in_doubt.iter().filter(|id| stored.contains_key(id)).count();
+    let mut retries = JoinSet::new();
+    let bodies: Vec<String> = in_doubt
+        .iter()
+        .map(|id| json!({ "id": id, "name": names[id] }).to_string())
+        .collect();
+    for client in 0..4 {
+        let bodies: Vec<String> = bodies.iter().skip(client).step_by(4).cloned().collect();
+        retries.spawn(retry_until_answered(Arc::clone(&app), bodies));
+    }
+    for (body, response) in retries.join_all().await.into_iter().flatten() {
+        assert_eq!(response.status, 200, "retry of {body}: {}", response.body);
+    }
+    let items = app.items().await;
+    assert_eq!(items.len(), names.len(), "one item per plant created");
+    for item in &items {
+        let id: i64 = item["id"].as_n().unwrap().parse().unwrap();
+        assert_item(item, id, names[&id], None);
+    }
+
+    eprintln!(
+        "kill and restart: {} requests ({} got 200, {} 409, {} 400, {during_outage} 503), \
+         {} in doubt of which {written_before_retry} had been written, down {:?}",
+        exchanges.len(),
+        count(Sent::New, 200) + count(Sent::Retry, 200),
+        count(Sent::Conflict, 409),
+        count(Sent::Bad, 400),
+        in_doubt.len(),
+        restarted - killed,
+    );
+    spawn_blocking(move || local.stop(Stop::Terminate))
+        .await
+        .expect("DynamoDB Local stopped");
+    let _ = std::fs::remove_dir_all(&folder);
 }

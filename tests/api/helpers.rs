@@ -31,18 +31,41 @@ pub const DEV_TOKEN: &str = "plant-store-dev-token";
 /// A DynamoDB item as the SDK returns it.
 pub type Item = HashMap<String, AttributeValue>;
 
-struct DynamoDbLocal {
-    endpoint: String,
-    // Held so the watchdog shell lives as long as the test binary.
-    _watchdog: Child,
+/// One DynamoDB Local process, held by the test binary (the shared one) or
+/// by a test that stops and restarts its own.
+pub struct DynamoDbLocal {
+    port: u16,
+    // The watchdog shell that started the JVM and stops it when told to
+    // or when this test binary is gone.
+    watchdog: Child,
+}
+
+/// Where a DynamoDB Local keeps its tables.
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// Lost when the process stops: the shared instance.
+    InMemory,
+    /// Files in this folder (`-dbPath`): they survive a crash and a restart.
+    Files(PathBuf),
+}
+
+/// How to end a DynamoDB Local.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGTERM, which the JVM honours (it ignores SIGINT in the background).
+    Terminate,
+    /// SIGKILL: a crash, with no chance to finish anything.
+    Kill,
 }
 
 static DYNAMODB_LOCAL: OnceLock<Result<DynamoDbLocal, String>> = OnceLock::new();
 
 /// The endpoint of this test binary's DynamoDB Local, started on first use.
 pub fn dynamodb_local_endpoint() -> &'static str {
-    match DYNAMODB_LOCAL.get_or_init(start_dynamodb_local) {
-        Ok(local) => &local.endpoint,
+    static ENDPOINT: OnceLock<String> = OnceLock::new();
+    let local = DYNAMODB_LOCAL.get_or_init(|| DynamoDbLocal::start(0, &Storage::InMemory));
+    match local {
+        Ok(local) => ENDPOINT.get_or_init(|| local.endpoint()),
         Err(err) => panic!("{err}"),
     }
 }
@@ -65,6 +88,10 @@ fn jar_dir() -> Result<PathBuf, String> {
         .ok_or_else(|| "DynamoDB Local is not installed: run `make tools-test` (or `make test`), or set DYNAMODB_LOCAL_DIR".to_owned())
 }
 
+fn port_open(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
 /// True once DynamoDB Local answers an API call, not merely accepts a
 /// connection: its first answer can take longer than the attempt timeout
 /// of the clients under test (the JVM warms up), so the harness pays for it.
@@ -83,51 +110,97 @@ fn answers(port: u16) -> bool {
         && status == *b"HTTP/1.1 200"
 }
 
-/// Starts the jar on a free port under a watchdog shell that stops it as
-/// soon as this test process is gone, however the process ends (a failed
-/// assertion, a panic, a kill): statics are never dropped, so nothing in
-/// Rust could be relied on to do it. Returns once it answers.
-fn start_dynamodb_local() -> Result<DynamoDbLocal, String> {
-    let dir = jar_dir()?;
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map_err(|err| format!("no free port: {err}"))?
-        .port();
-    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("dynamodb-local-{port}.log"));
-    let script = r#"
-        java -Djava.library.path="$1/DynamoDBLocal_lib" -jar "$1/DynamoDBLocal.jar" \
-            -inMemory -sharedDb -disableTelemetry -port "$2" >"$3" 2>&1 &
-        java=$!
-        trap 'kill $java 2>/dev/null; exit 0' TERM INT HUP
-        while kill -0 "$4" 2>/dev/null && kill -0 $java 2>/dev/null; do sleep 0.2; done
-        kill $java 2>/dev/null
-        wait $java
-    "#;
-    let mut watchdog = Command::new("sh")
-        .args(["-c", script, "dynamodb-local"])
-        .arg(&dir)
-        .arg(port.to_string())
-        .arg(&log)
-        .arg(std::process::id().to_string())
-        .stdin(Stdio::null())
-        .spawn()
-        .map_err(|err| format!("cannot start DynamoDB Local: {err}"))?;
+impl DynamoDbLocal {
+    /// Starts the jar on `port` (0: a free one) under a watchdog shell that
+    /// stops it as soon as this test process is gone, however the process
+    /// ends (a failed assertion, a panic, a kill): statics are never
+    /// dropped, so nothing in Rust could be relied on to do it. Blocks until
+    /// it answers.
+    pub fn start(port: u16, storage: &Storage) -> Result<Self, String> {
+        let dir = jar_dir()?;
+        let port = match port {
+            0 => TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .map_err(|err| format!("no free port: {err}"))?
+                .port(),
+            port => port,
+        };
+        let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("dynamodb-local-{port}.log"));
+        let storage_args: Vec<&std::ffi::OsStr> = match storage {
+            Storage::InMemory => vec!["-inMemory".as_ref()],
+            Storage::Files(folder) => vec!["-dbPath".as_ref(), folder.as_os_str()],
+        };
+        // TERM stops the JVM, USR1 kills it; both wait until it is gone.
+        let script = r#"
+            jar_dir=$1 port=$2 log=$3 parent=$4
+            shift 4
+            java -Djava.library.path="$jar_dir/DynamoDBLocal_lib" -jar "$jar_dir/DynamoDBLocal.jar" \
+                "$@" -sharedDb -disableTelemetry -port "$port" >"$log" 2>&1 &
+            java=$!
+            trap 'kill -TERM $java 2>/dev/null; wait $java 2>/dev/null; exit 0' TERM INT HUP
+            trap 'kill -KILL $java 2>/dev/null; wait $java 2>/dev/null; exit 0' USR1
+            while kill -0 "$parent" 2>/dev/null && kill -0 $java 2>/dev/null; do sleep 0.2; done
+            kill $java 2>/dev/null
+            wait $java
+        "#;
+        let mut watchdog = Command::new("sh")
+            .args(["-c", script, "dynamodb-local"])
+            .arg(&dir)
+            .arg(port.to_string())
+            .arg(&log)
+            .arg(std::process::id().to_string())
+            .args(storage_args)
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|err| format!("cannot start DynamoDB Local: {err}"))?;
 
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !answers(port) {
-        let exited = watchdog.try_wait().ok().flatten().is_some();
-        if exited || Instant::now() > deadline {
-            let output = std::fs::read_to_string(&log).unwrap_or_default();
-            return Err(format!(
-                "DynamoDB Local did not start on port {port} (is Java 17+ installed?):\n{output}"
-            ));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !answers(port) {
+            let exited = watchdog.try_wait().ok().flatten().is_some();
+            if exited || Instant::now() > deadline {
+                let output = std::fs::read_to_string(&log).unwrap_or_default();
+                let _ = watchdog.kill();
+                let _ = watchdog.wait();
+                return Err(format!(
+                    "DynamoDB Local did not start on port {port} (is Java 17+ installed?):\n{output}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        Ok(Self { port, watchdog })
     }
-    Ok(DynamoDbLocal {
-        endpoint: format!("http://127.0.0.1:{port}"),
-        _watchdog: watchdog,
-    })
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Ends the JVM `how`, and returns once its port is free again, so that
+    /// a new one can start on it. Blocks.
+    pub fn stop(mut self, how: Stop) {
+        let signal = match how {
+            Stop::Terminate => "-TERM",
+            Stop::Kill => "-USR1",
+        };
+        let signalled = Command::new("kill")
+            .args([signal, &self.watchdog.id().to_string()])
+            .status()
+            .is_ok_and(|status| status.success());
+        assert!(signalled, "cannot signal the DynamoDB Local watchdog");
+        let _ = self.watchdog.wait();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while port_open(self.port) {
+            assert!(
+                Instant::now() < deadline,
+                "port {} is still open after stopping DynamoDB Local",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 /// A DynamoDB client for `endpoint` with the function's own timeouts and
@@ -238,7 +311,7 @@ pub async fn send(app: &App<DynamoStore>, request: Request) -> TestResponse {
 /// Creates `table`, a name no other test uses. A `ResourceInUseException`
 /// therefore means that an attempt the SDK gave up on (a cold DynamoDB Local
 /// can take longer than the attempt timeout) did create it.
-async fn create_table(client: &Client, table: &str) {
+pub async fn create_table(client: &Client, table: &str) {
     let attribute = AttributeDefinition::builder()
         .attribute_name("id")
         .attribute_type(ScalarAttributeType::N)
