@@ -102,6 +102,7 @@ fn the_built_function_reaches_the_runtime_api_when_dynamodb_is_down() {
         .read_line(&mut request_line)
         .expect("a request line");
     let elapsed = started.elapsed();
+    let workers = worker_threads(function.id());
     let _ = function.kill();
     let output = function.wait_with_output().expect("the function's output");
     let log = String::from_utf8_lossy(&output.stdout);
@@ -115,4 +116,18 @@ fn the_built_function_reaches_the_runtime_api_when_dynamodb_is_down() {
         log.contains("pre-warm failed; the first request will open the connection"),
         "{log}"
     );
+    assert_eq!(workers, Vec::<String>::new(), "the runtime is single-threaded");
+}
+
+/// The names of the process's Tokio worker threads (Linux `/proc`).
+fn worker_threads(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| name.starts_with("tokio-rt-worker"))
+        .collect()
 }
