@@ -33,6 +33,13 @@ def cpu_ns(pid):
     return time.clock_gettime_ns(((~pid) << 3) | 2)
 
 
+def user_sys_ticks(pid):
+    """(user, system) CPU in clock ticks: coarse, but it tells the split."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])
+
+
 def peak_rss_kib(pid):
     """The resident set's high-water mark (VmHWM), in KiB."""
     with open(f"/proc/{pid}/status") as status:
@@ -270,6 +277,9 @@ class FunctionProcess:
 
     def peak_rss_kib(self):
         return peak_rss_kib(self.proc.pid)
+
+    def user_sys_ticks(self):
+        return user_sys_ticks(self.proc.pid)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:

@@ -55,6 +55,7 @@ def summarise(results):
                     "warm_mean_ms": statistics.fmean(walls),
                     "warm_cpu_ms": warm["cpu_per_invocation_ms"],
                     "warm_cpu_in_window_p50_ms": percentile(warm["cpu_in_window_ms"], 50),
+                    "warm_cpu_system_share": warm.get("system_share"),
                     "peak_rss_mb": max(warm["peak_rss_kib"], *(s["peak_rss_kib"] for s in samples)) * 1024 / 1e6,
                     "size_mb": (results["subjects"][name]["size_bytes"] or 0) / 1e6,
                 }

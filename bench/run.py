@@ -325,7 +325,7 @@ def warm_run(run, subject, transport, count, events):
         check_created(subject, fn.invoke(events.create())[0])
         walls, cpus = [], []
         fn.api.wait_next()
-        cpu_start = fn.cpu()
+        cpu_start, ticks_start = fn.cpu(), fn.user_sys_ticks()
         for _ in range(count):
             response, wall, cpu = fn.invoke(events.create())
             check_created(subject, response)
@@ -333,10 +333,12 @@ def warm_run(run, subject, transport, count, events):
             cpus.append(cpu / 1e6)
         fn.api.wait_next()
         cpu_total = fn.cpu() - cpu_start
+        user, system = (end - start for end, start in zip(fn.user_sys_ticks(), ticks_start))
         return {
             "wall_ms": walls,
             "cpu_in_window_ms": cpus,
             "cpu_per_invocation_ms": cpu_total / 1e6 / count,
+            "system_share": system / (user + system) if user + system else None,
             "peak_rss_kib": fn.peak_rss_kib(),
         }
     except (FunctionDied, TimeoutError) as err:
