@@ -5,6 +5,7 @@ mod create;
 mod events;
 mod fault_proxy;
 mod faults;
+mod fuzz_corpus;
 mod helpers;
 mod jwt;
 mod prewarm;

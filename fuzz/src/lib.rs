@@ -1,0 +1,381 @@
+//! The bodies of the fuzz targets, as plain functions of the input bytes.
+//!
+//! libFuzzer drives them through `fuzz_targets/` (`make fuzz`); `make test`
+//! replays the committed corpus through the very same functions on stable
+//! Rust, without libFuzzer, because `tests/api/fuzz_corpus.rs` includes this
+//! file as a module. A crash the fuzzer once found therefore stays fixed.
+//!
+//! Each function panics when an invariant of the contract breaks: a panic is
+//! what the fuzzer reports, and what fails the replay test.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
+use lambda_http::http::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use lambda_http::http::{Method, Uri};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use plant_store::auth::{AuthError, Authenticator, bearer_token};
+use plant_store::error::ApiError;
+use plant_store::handler::{App, MAX_BODY_BYTES};
+use plant_store::plant::{NewPlant, Plant};
+use plant_store::store::MemoryStore;
+use serde_json::Value;
+
+/// The one token the fuzzed function accepts.
+pub const TOKEN: &str = "fuzz-token";
+/// The Lambda request id every fuzzed request carries.
+pub const REQUEST_ID: &str = "fuzz-request-id";
+
+/// The statuses a function with static tokens and an in-memory store may
+/// answer. No 403 (no scopes without JWTs), no 500 or 503 (the store cannot
+/// fail): any of those would be a bug.
+const STATUSES: [u16; 8] = [200, 400, 401, 404, 405, 409, 413, 415];
+
+/// The Authorization parser. Each line of the input is one `Authorization`
+/// header (an empty input is a request without one); lines that are not a
+/// valid header value are left out, as no front door could deliver them.
+pub fn authorization(data: &[u8]) {
+    let mut headers = HeaderMap::new();
+    if !data.is_empty() {
+        for line in data.split(|&b| b == b'\n') {
+            if let Ok(value) = HeaderValue::from_bytes(line) {
+                headers.append(AUTHORIZATION, value);
+            }
+        }
+    }
+    let values: Vec<&[u8]> = headers
+        .get_all(AUTHORIZATION)
+        .iter()
+        .map(HeaderValue::as_bytes)
+        .collect();
+
+    let parsed = bearer_token(&headers);
+    assert_eq!(
+        parsed.clone().map(str::as_bytes),
+        expected_token(&values),
+        "bearer_token disagrees with RFC 6750 for {values:?}"
+    );
+
+    let authenticated = block_on(Authenticator::with_static_tokens(&[TOKEN]).authenticate(&headers));
+    match parsed {
+        Ok(token) if token == TOKEN => assert_eq!(authenticated, Ok(())),
+        Ok(_) => assert_eq!(authenticated, Err(AuthError::InvalidToken)),
+        Err(err) => assert_eq!(authenticated, Err(err)),
+    }
+}
+
+/// RFC 6750 §2.1 and RFC 7235 §2.1, written as plainly as possible and
+/// independently of `bearer_token`: exactly one header, the scheme `Bearer`
+/// in any case, one or more spaces, then a `b64token`.
+fn expected_token<'a>(values: &[&'a [u8]]) -> Result<&'a [u8], AuthError> {
+    let value = match values {
+        [] => return Err(AuthError::MissingCredentials),
+        [value] => *value,
+        _ => return Err(AuthError::InvalidToken),
+    };
+    // Header values with obs-text (bytes >= 0x80) are not text.
+    if !value.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+        return Err(AuthError::InvalidToken);
+    }
+    let scheme_end = value.iter().position(|&b| b == b' ').unwrap_or(value.len());
+    if !value[..scheme_end].eq_ignore_ascii_case(b"bearer") {
+        return Err(AuthError::MissingCredentials);
+    }
+    let token = &value[scheme_end..];
+    let token = &token[token.iter().take_while(|&&b| b == b' ').count()..];
+    if token.is_empty() {
+        return Err(AuthError::MissingCredentials);
+    }
+    let padding = token.iter().rev().take_while(|&&b| b == b'=').count();
+    let body = &token[..token.len() - padding];
+    let b64 = |b: &u8| b.is_ascii_alphanumeric() || b"-._~+/".contains(b);
+    if body.is_empty() || !body.iter().all(b64) {
+        return Err(AuthError::InvalidToken);
+    }
+    Ok(token)
+}
+
+/// The whole request path up to the store. The input is a small HTTP-like
+/// text, so that the corpus can be read and written by hand:
+///
+/// ```text
+/// METHOD SP TARGET [SP STAGE] LF
+/// *(NAME ":" [SP] VALUE LF)
+/// LF
+/// BODY
+/// ```
+///
+/// `STAGE` puts the request behind an HTTP API stage (the raw path then
+/// carries it, as API Gateway sends it). Headers that are not valid HTTP are
+/// left out; a body that is not UTF-8 arrives as a binary (base64) body.
+///
+/// The request is served by a fresh function, then served again (a retry
+/// must answer the same and write nothing), and after a 200 a different
+/// plant under the same id must get a 409 and change nothing.
+pub fn request(data: &[u8]) {
+    let Some(input) = Input::parse(data) else {
+        return;
+    };
+    let app = App::new(
+        MemoryStore::default(),
+        Authenticator::with_static_tokens(&[TOKEN]),
+    );
+
+    let first = Answer::from(block_on(app.handle(input.request())));
+    first.check_against(&input, &app);
+
+    let retry = Answer::from(block_on(app.handle(input.request())));
+    assert_eq!(retry, first, "a retry must get the same answer");
+    first.check_against(&input, &app);
+
+    if first.status == 200 {
+        let stored = app.store().get(plant_id(&first, &input)).expect("stored");
+        let other_name = if stored.name.as_str() == "other" {
+            "another"
+        } else {
+            "other"
+        };
+        let conflicting = Input {
+            body: format!(r#"{{"id":{},"name":"{other_name}"}}"#, stored.id).into_bytes(),
+            ..input.clone()
+        };
+        let conflict = Answer::from(block_on(app.handle(conflicting.request())));
+        assert_eq!(conflict.status, 409, "{conflict:?}");
+        assert_eq!(conflict.body["error"], 40901);
+        assert_eq!(app.store().get(stored.id).as_ref(), Some(&stored));
+        assert_eq!(app.store().len(), 1);
+    }
+}
+
+/// A fuzzed request, kept apart from `Request` so it can be sent again.
+#[derive(Debug, Clone)]
+struct Input {
+    method: Method,
+    target: String,
+    stage: Option<String>,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Input {
+    fn parse(data: &[u8]) -> Option<Self> {
+        let (head, body) = match data.windows(2).position(|pair| pair == b"\n\n") {
+            Some(end) => (&data[..end], &data[end + 2..]),
+            None => (data, &[][..]),
+        };
+        let mut lines = head.split(|&b| b == b'\n');
+        let request_line = std::str::from_utf8(lines.next()?).ok()?;
+        let mut words = request_line.split(' ');
+        let method = Method::from_bytes(words.next()?.as_bytes()).ok()?;
+        let target = words.next()?.to_owned();
+        let stage = words.next().map(str::to_owned);
+
+        let mut headers = HeaderMap::new();
+        for line in lines {
+            let Some(colon) = line.iter().position(|&b| b == b':') else {
+                continue;
+            };
+            let value = &line[colon + 1..];
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(&line[..colon]),
+                HeaderValue::from_bytes(value),
+            ) {
+                headers.append(name, value);
+            }
+        }
+        Some(Self {
+            method,
+            target,
+            stage,
+            headers,
+            body: body.to_vec(),
+        })
+    }
+
+    fn request(&self) -> Request {
+        let body = if self.body.is_empty() {
+            Body::Empty
+        } else {
+            match String::from_utf8(self.body.clone()) {
+                Ok(text) => Body::Text(text),
+                Err(err) => Body::Binary(err.into_bytes()),
+            }
+        };
+        let mut request = Request::new(body);
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.target.parse().unwrap_or_else(|_| Uri::from_static("/"));
+        *request.headers_mut() = self.headers.clone();
+
+        let mut context = lambda_http::Context::default();
+        context.request_id = REQUEST_ID.to_owned();
+        let raw_path = self.target.split('?').next().unwrap_or_default().to_owned();
+        let request = request.with_raw_http_path(raw_path).with_lambda_context(context);
+        match &self.stage {
+            Some(stage) => {
+                let mut context = ApiGatewayV2httpRequestContext::default();
+                context.stage = Some(stage.clone());
+                request.with_request_context(RequestContext::ApiGatewayV2(context))
+            }
+            None => request,
+        }
+    }
+
+    fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or_default()
+    }
+}
+
+/// A response, reduced to what the contract speaks about.
+#[derive(Debug, PartialEq)]
+struct Answer {
+    status: u16,
+    headers: HeaderMap,
+    body: Value,
+}
+
+impl From<Response<Body>> for Answer {
+    fn from(response: Response<Body>) -> Self {
+        let (parts, body) = response.into_parts();
+        let body = serde_json::from_slice(body.as_ref())
+            .unwrap_or_else(|err| panic!("the response body is not JSON ({err}): {:?}", body.as_ref()));
+        Self {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+        }
+    }
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        let mut values = self.headers.get_all(name).iter();
+        let value = values.next()?;
+        assert!(
+            values.next().is_none(),
+            "{name} appears twice: {:?}",
+            self.headers
+        );
+        Some(value.to_str().expect("ASCII header"))
+    }
+
+    /// Everything the contract promises about this answer to `input`, and
+    /// about what the store holds afterwards.
+    fn check_against(&self, input: &Input, app: &App<MemoryStore>) {
+        let status = self.status;
+        assert!(
+            STATUSES.contains(&status),
+            "undocumented status {status}: {self:?}"
+        );
+        assert_eq!(self.header("content-type"), Some("application/json"));
+        assert_eq!(self.header("cache-control"), Some("no-store"));
+        assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(self.header("x-request-id"), Some(REQUEST_ID));
+        assert_eq!(
+            self.header("www-authenticate").is_some(),
+            status == 401,
+            "{self:?}"
+        );
+        assert_eq!(
+            self.header("allow"),
+            (status == 405).then_some("POST"),
+            "{self:?}"
+        );
+
+        // Routing comes first and never depends on anything but the path.
+        if input.path() == "/plants" && input.stage.is_none() {
+            assert_ne!(status, 404, "{self:?}");
+        }
+        if !input.path().ends_with("/plants") {
+            assert_eq!(status, 404, "{self:?}");
+        }
+        if status != 404 && input.method != Method::POST {
+            assert_eq!(status, 405, "{self:?}");
+        }
+
+        // Authentication comes before anything about the body.
+        let authenticated = bearer_token(&input.headers) == Ok(TOKEN);
+        if matches!(status, 200 | 400 | 409 | 413 | 415) {
+            assert!(authenticated, "{status} without a valid token: {self:?}");
+        }
+        if status == 401 {
+            let expected = match bearer_token(&input.headers) {
+                Err(AuthError::MissingCredentials) => 40101,
+                _ => 40102,
+            };
+            assert_eq!(self.body["error"], expected, "{self:?}");
+        }
+        if status != 404 && status != 405 {
+            assert_eq!(status == 401, !authenticated, "{self:?}");
+            assert_eq!(
+                status == 413,
+                authenticated && input.body.len() > MAX_BODY_BYTES,
+                "{self:?}"
+            );
+        }
+
+        // The body is judged by the parser alone, and the response says
+        // exactly what it said.
+        if matches!(status, 200 | 400 | 409) {
+            match NewPlant::from_json(&input.body) {
+                Ok(plant) => {
+                    assert_ne!(status, 400, "{self:?}");
+                    if status == 200 {
+                        let expected = serde_json::to_value(Plant::from(&plant)).expect("a Plant is JSON");
+                        assert_eq!(self.body, expected);
+                    }
+                }
+                Err(err) => {
+                    assert_eq!(status, 400, "{err}: {self:?}");
+                    let expected = ApiError::Body(err).body();
+                    assert_eq!(self.body["error"], expected.error);
+                    assert_eq!(self.body["message"], expected.message.as_str());
+                }
+            }
+        }
+
+        if status == 200 {
+            let object = self.body.as_object().expect("a Plant is an object");
+            assert!(object["name"].is_string(), "{self:?}");
+            assert!(object.get("tag").is_none_or(Value::is_string), "{self:?}");
+            assert!(object.keys().all(|key| key == "name" || key == "tag"), "{self:?}");
+            let stored = app
+                .store()
+                .get(plant_id(self, input))
+                .expect("a 200 means stored");
+            assert_eq!(Some(stored), NewPlant::from_json(&input.body).ok());
+            assert_eq!(app.store().len(), 1, "one request, one plant");
+        } else {
+            let object = self.body.as_object().expect("an Error is an object");
+            assert_eq!(object.len(), 2, "{self:?}");
+            let code = object["error"].as_u64().expect("error is an integer");
+            assert_eq!(code / 100, u64::from(status), "{self:?}");
+            assert!(object["message"].is_string(), "{self:?}");
+            assert!(app.store().is_empty(), "nothing is written for a {status}");
+        }
+    }
+}
+
+fn plant_id(answer: &Answer, input: &Input) -> plant_store::plant::PlantId {
+    match NewPlant::from_json(&input.body) {
+        Ok(plant) => plant.id,
+        Err(err) => panic!("a {} for a body the parser refuses ({err})", answer.status),
+    }
+}
+
+/// Runs a future that never waits on anything (an in-memory store, static
+/// tokens) on the current thread, so that a test can count this thread's
+/// allocations and the fuzzer needs no runtime.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut context = Context::from_waker(Waker::noop());
+    for _ in 0..64 {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+    }
+    panic!("the handler waited on something, with an in-memory store and static tokens");
+}
