@@ -7,6 +7,7 @@ mod fault_proxy;
 mod faults;
 mod fuzz_corpus;
 mod helpers;
+mod invalid_base64;
 mod jwt;
 mod prewarm;
 mod properties;
