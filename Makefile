@@ -139,7 +139,7 @@ $(STAMP_DDB):
 	@touch "$@"
 
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build deploy delete test unit sam-check contract lint fmt clean distclean help
+.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-smoke lint fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -174,6 +174,8 @@ test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deploym
 	scripts/check_deploy.sh "$(VENV)/bin"
 	@$(MAKE) sam-check
 	@$(MAKE) contract
+	@$(MAKE) load-short
+	@$(MAKE) bench-smoke
 	@$(MAKE) unit
 
 unit: check-cargo tools-test ## cargo test --all-targets (unit, DynamoDB Local integration, properties, corpus); one summary line at the end
@@ -192,6 +194,20 @@ sam-check: check-cargo tools-zig tools-deploy ## sam build for x86_64 into .aws-
 contract: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) tools-deploy ## HTTP contract tests and schemathesis against the local stack (free ports)
 	cargo build --bin plant-store
 	@$(WITH_VENV) DEV_TOKEN="$(DEV_TOKEN)" TABLE_NAME="$(TABLE_NAME)" "$(VENV_PY)" scripts/contract_tests.py --examples "$(CONTRACT_EXAMPLES)"
+
+load: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Load test through the local stack (release build, 5,000 requests, 32 clients), then an audit of every answer against the table
+	cargo build --release --bin plant-store
+	@$(WITH_VENV) "$(VENV_PY)" scripts/load_test.py --release $(LOAD_ARGS)
+
+load-short: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## The load test's short version that make test runs (600 requests, 16 clients, debug build)
+	cargo build --bin plant-store
+	@$(WITH_VENV) "$(VENV_PY)" scripts/load_test.py --requests 600 --clients 16
+
+bench: check-cargo check-java check-node check-python $(STAMP_DDB) ## The cold-start and warm-latency benchmark with Python and Node.js peers; results in bench/results/
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/run.py $(BENCH_ARGS)
+
+bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) ## A few checked invocations of each benchmark implementation (make test runs it)
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/run.py --smoke
 
 lint: check-cargo ## cargo fmt --check and cargo clippy (warnings are errors)
 	cargo fmt --check
