@@ -36,7 +36,7 @@ sys.path.insert(0, HERE)
 import ddb  # noqa: E402
 import report  # noqa: E402
 from emulator import FunctionDied, FunctionProcess  # noqa: E402
-from tls_proxy import TlsProxy, make_certificates  # noqa: E402
+from tls_proxy import SYSTEM_BUNDLE_CANDIDATES, TlsProxy, make_certificates  # noqa: E402
 
 TOKEN = "plant-store-dev-token"
 TOKEN_SHA256 = hashlib.sha256(TOKEN.encode()).hexdigest()
@@ -45,6 +45,7 @@ PY_VENV = os.path.join(TOOLS, "python")
 NODE_DIR = os.path.join(TOOLS, "node")
 PEERS = os.path.join(HERE, "peers")
 PLANT = {"name": "Monstera deliciosa", "tag": "aroid"}
+SYSTEM_BUNDLE = next((p for p in SYSTEM_BUNDLE_CANDIDATES if os.path.isfile(p)), None)
 
 
 def log(message):
@@ -123,6 +124,10 @@ class Subject:
 
     def environment(self, transport, endpoint, certs, table):
         env = {"TABLE_NAME": table, "PLANTS_TOKEN_SHA256": TOKEN_SHA256, "AWS_ENDPOINT_URL_DYNAMODB": endpoint}
+        if transport == "http" and self.kind == "rust" and self.certs == "file" and SYSTEM_BUNDLE:
+            # As deployed (template.yaml): the SDK builds its TLS connector
+            # at start-up whatever the endpoint, reading this one file.
+            env["SSL_CERT_FILE"] = SYSTEM_BUNDLE
         if transport == "https":
             if self.kind == "rust":
                 env["SSL_CERT_FILE"] = certs["bundle"]
