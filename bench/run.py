@@ -395,6 +395,7 @@ def conformance_cases(events):
         ("float id", events.create(body='{"id":1.0,"name":"a"}'), 400, 40003),
         ("id beyond int64", events.create(body='{"id":9223372036854775808,"name":"a"}'), 400, 40004),
         ("blank name", events.create(body='{"id":1,"name":" "}'), 400, 40004),
+        ("unpaired surrogate", events.create(body='{"id":1,"name":"a\\ud800"}'), 400, 40004),
         ("duplicate field", events.create(body='{"id":1,"name":"a","name":"b"}'), 400, 40001),
         ("not JSON", events.create(body='{"id":'), 400, 40001),
         ("text/plain", events.create(headers={"content-type": "text/plain"}), 415, 41501),

@@ -96,6 +96,10 @@ function members(text) {
 function checkText(field, raw, maxChars) {
   if (raw[0] !== '"') throw bodyError(40003, `field \`${field}\` must be a string`);
   const value = JSON.parse(raw);
+  if (!value.isWellFormed()) {
+    // JSON.parse keeps an unpaired surrogate escape such as "\ud800"; the Rust function refuses it.
+    throw bodyError(40004, `field \`${field}\` must not contain unpaired surrogate escapes`);
+  }
   const chars = [...value].length;
   if (chars < 1 || chars > maxChars) throw bodyError(40004, `field \`${field}\` must be 1 to ${maxChars} characters`);
   if (CONTROL.test(value)) throw bodyError(40004, `field \`${field}\` must not contain control characters`);

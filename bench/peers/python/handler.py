@@ -121,6 +121,10 @@ def parse_plant(body):
 def check_text(field, value, max_chars):
     if not isinstance(value, str):
         raise body_error(40003, f"field `{field}` must be a string")
+    if any("\ud800" <= c <= "\udfff" for c in value):
+        # json.loads keeps an unpaired surrogate escape such as "\ud800";
+        # the Rust function refuses it.
+        raise body_error(40004, f"field `{field}` must not contain unpaired surrogate escapes")
     if not 1 <= len(value) <= max_chars:
         raise body_error(40004, f"field `{field}` must be 1 to {max_chars} characters")
     if any(c <= "\x1f" or c == "\x7f" for c in value):
