@@ -138,6 +138,21 @@ impl ApiError {
     }
 }
 
+/// An error with its whole source chain on one line, for the log.
+pub(crate) struct Chain<'a>(pub(crate) &'a dyn std::error::Error);
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(err) = source {
+            write!(f, ": {err}")?;
+            source = err.source();
+        }
+        Ok(())
+    }
+}
+
 impl From<AuthError> for ApiError {
     fn from(err: AuthError) -> Self {
         Self::Auth(err)

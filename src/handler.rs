@@ -11,7 +11,7 @@ use lambda_http::{Body, Request, RequestExt, Response, tracing};
 use serde::Serialize;
 
 use crate::auth::Authenticator;
-use crate::error::ApiError;
+use crate::error::{ApiError, Chain};
 use crate::plant::{NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
 
@@ -171,21 +171,6 @@ fn to_json<T: Serialize>(value: &T) -> String {
     // to serialize; the fallback keeps this path free of panics regardless.
     serde_json::to_string(value)
         .unwrap_or_else(|_| r#"{"error":50001,"message":"internal error"}"#.to_owned())
-}
-
-/// An error with its whole source chain on one line, for the log.
-struct Chain<'a>(&'a (dyn std::error::Error + Send + Sync));
-
-impl std::fmt::Display for Chain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(err) = source {
-            write!(f, ": {err}")?;
-            source = err.source();
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

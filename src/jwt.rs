@@ -29,6 +29,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::auth::{TokenVerifier, Verdict};
+use crate::error::Chain;
 
 /// The scope a token needs when `PLANTS_JWT_SCOPE` is not set.
 pub const DEFAULT_SCOPE: &str = "plants:write";
@@ -885,21 +886,6 @@ impl fmt::Display for FetchError {
 }
 
 impl std::error::Error for FetchError {}
-
-/// An error with its source chain on one line.
-struct Chain<'a>(&'a dyn std::error::Error);
-
-impl fmt::Display for Chain<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(err) = source {
-            write!(f, ": {err}")?;
-            source = err.source();
-        }
-        Ok(())
-    }
-}
 
 type HttpClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
 
