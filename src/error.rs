@@ -61,6 +61,7 @@ impl ApiError {
         match self {
             Self::Body(
                 BodyError::Empty
+                | BodyError::NotBase64
                 | BodyError::NotJson(_)
                 | BodyError::NotAnObject
                 | BodyError::DuplicateField(_),

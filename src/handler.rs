@@ -11,8 +11,9 @@ use lambda_http::{Body, Request, RequestExt, Response, tracing};
 use serde::Serialize;
 
 use crate::auth::Authenticator;
+use crate::envelope::Repairs;
 use crate::error::{ApiError, Chain};
-use crate::plant::{NewPlant, Plant, PlantId};
+use crate::plant::{BodyError, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
 
 /// The largest accepted body, in bytes after any base64 decoding.
@@ -46,9 +47,12 @@ impl<S: PlantStore> App<S> {
         let mut plant_id = None;
         let outcome = self.create_plant(&request, &mut plant_id).await;
 
-        let request_id = request
-            .lambda_context_ref()
-            .map(|context| context.request_id.as_str());
+        let context = request.lambda_context_ref();
+        let request_id = context.map(|context| context.request_id.as_str());
+        let repairs = request
+            .extensions()
+            .get::<Repairs>()
+            .filter(|repairs| repairs.any());
         let (status, body, extra_headers, created, error_code) = match &outcome {
             Ok((plant, created)) => (StatusCode::OK, to_json(plant), Vec::new(), Some(*created), None),
             Err(err) => {
@@ -67,6 +71,10 @@ impl<S: PlantStore> App<S> {
 
         tracing::info!(
             request_id,
+            // Where X-Ray and the Powertools convention put the trace id
+            // (the runtime no longer sets _X_AMZN_TRACE_ID per invocation:
+            // src/runtime.rs).
+            xray_trace_id = context.and_then(|context| context.xray_trace_id.as_deref()),
             method = %request.method(),
             path = route_path(&request),
             status = status.as_u16(),
@@ -74,6 +82,7 @@ impl<S: PlantStore> App<S> {
             plant_id = plant_id.map(PlantId::get),
             outcome = created.map(Created::as_str),
             latency_ms = started.elapsed().as_secs_f64() * 1e3,
+            envelope = repairs.map(tracing::field::display),
             "request"
         );
 
@@ -113,6 +122,13 @@ impl<S: PlantStore> App<S> {
         if !is_json(request.headers()) {
             return Err(ApiError::UnsupportedMediaType);
         }
+        if request
+            .extensions()
+            .get::<Repairs>()
+            .is_some_and(|repairs| repairs.body_not_base64)
+        {
+            return Err(BodyError::NotBase64.into());
+        }
         let plant = NewPlant::from_json(body)?;
         *plant_id = Some(plant.id);
 
@@ -121,27 +137,64 @@ impl<S: PlantStore> App<S> {
     }
 }
 
-/// The path the client asked for, whatever the front door. REST APIs give
-/// the path without the stage, but HTTP APIs on a named stage put the stage
-/// in `rawPath`: strip it, so `/prod/plants` routes like `/plants`.
+/// The path the client asked for, relative to the API, whatever the front
+/// door:
+/// - REST APIs give the path without the stage, but HTTP APIs on a named
+///   stage put the stage in `rawPath`: strip it, so `/prod/plants` routes
+///   like `/plants`.
+/// - Behind a custom domain, API Gateway leaves the API mapping key in the
+///   path (`/v1/plants`, `/orders/v1/plants`) and says nowhere what the key
+///   was, but it names the route that matched (`routeKey` `POST /plants`,
+///   `resource` `/plants`). When that route is a literal path and the
+///   request's path is whole segments followed by it, the route is what the
+///   client asked for. A `$default` route or a `{proxy+}` resource names no
+///   path, so behind those only `/plants` itself is ours.
 fn route_path(request: &Request) -> &str {
     let raw = match request.raw_http_path() {
         "" => request.uri().path(),
         raw => raw,
     };
-    let stage = match request.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(context)) => context.stage.as_deref(),
-        Some(RequestContext::ApiGatewayV1(context)) => context.stage.as_deref(),
-        _ => None,
+    let (stage, route) = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => (
+            context.stage.as_deref(),
+            context
+                .route_key
+                .as_deref()
+                .and_then(|key| key.split_once(' '))
+                .map(|(_method, path)| path),
+        ),
+        Some(RequestContext::ApiGatewayV1(context)) => {
+            (context.stage.as_deref(), context.resource_path.as_deref())
+        }
+        _ => (None, None),
     };
-    match stage {
+    let path = match stage {
         Some(stage) if stage != "$default" => raw
             .strip_prefix('/')
             .and_then(|rest| rest.strip_prefix(stage))
             .filter(|rest| rest.starts_with('/'))
             .unwrap_or(raw),
         _ => raw,
+    };
+    match route {
+        Some(route) if is_literal_route(route) => match path.strip_suffix(route) {
+            Some(mapping_key) if is_whole_segments(mapping_key) => route,
+            _ => path,
+        },
+        _ => path,
     }
+}
+
+/// A route with no path parameter, greedy or not.
+fn is_literal_route(route: &str) -> bool {
+    route.starts_with('/') && !route.contains('{')
+}
+
+/// `/v1`, `/orders/v1`: one or more non-empty segments.
+fn is_whole_segments(prefix: &str) -> bool {
+    prefix
+        .strip_prefix('/')
+        .is_some_and(|rest| rest.split('/').all(|segment| !segment.is_empty()))
 }
 
 /// `application/json`, in any case, with optional parameters; a `charset`

@@ -5,9 +5,11 @@
 
 pub mod auth;
 pub mod config;
+pub mod envelope;
 pub mod error;
 pub mod handler;
 pub mod jwt;
 pub mod logging;
 pub mod plant;
+pub mod runtime;
 pub mod store;

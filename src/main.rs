@@ -3,9 +3,10 @@
 use std::time::Instant;
 
 use aws_config::BehaviorVersion;
-use lambda_http::{Error, run, service_fn, tracing};
+use lambda_http::{Error, tracing};
 use plant_store::config::Config;
 use plant_store::handler::App;
+use plant_store::runtime::{self, RuntimeApi};
 use plant_store::store::{DynamoStore, with_budgets};
 
 /// One thread: Lambda sends one event at a time, and a single-threaded
@@ -15,12 +16,16 @@ use plant_store::store::{DynamoStore, with_budgets};
 async fn main() -> Result<(), Error> {
     plant_store::logging::init();
 
-    let config = match Config::from_env() {
-        Ok(config) => config,
-        Err(err) => {
-            tracing::error!("refusing to start: {err}");
-            std::process::exit(1);
-        }
+    // Our own settings first: their message is the one a deployer needs.
+    let (api, config, function) = match (
+        RuntimeApi::from_env(),
+        Config::from_env(),
+        runtime::function_config_from_env(),
+    ) {
+        (Ok(api), Ok(config), Ok(function)) => (api, config, function),
+        (api, Err(err), _) => refuse_to_start(api.ok().as_ref(), &err).await,
+        (Err(err), ..) => refuse_to_start(None, &err).await,
+        (Ok(api), _, Err(err)) => refuse_to_start(Some(&api), &err).await,
     };
 
     // Built once; every invocation reuses its connection pool.
@@ -43,9 +48,18 @@ async fn main() -> Result<(), Error> {
     }
     let app = App::new(store, config.authenticator);
 
-    let app = &app;
-    run(service_fn(move |request| async move {
-        Ok::<_, Error>(app.handle(request).await)
-    }))
-    .await
+    runtime::run(&api, function, async |request| app.handle(request).await).await
+}
+
+/// One line in the log, the same line to Lambda (so that the invoke that
+/// started this environment fails with it), and exit.
+async fn refuse_to_start(api: Option<&RuntimeApi>, err: &dyn std::fmt::Display) -> ! {
+    let message = format!("refusing to start: {err}");
+    tracing::error!("{message}");
+    if let Some(api) = api
+        && let Err(report) = api.init_error(&message).await
+    {
+        tracing::debug!(cause = %report, "could not report the init error to the Runtime API");
+    }
+    std::process::exit(1);
 }

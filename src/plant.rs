@@ -107,6 +107,8 @@ pub struct NewPlant {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BodyError {
     Empty,
+    /// Flagged `isBase64Encoded` by a direct invoke, but not base64.
+    NotBase64,
     NotJson(String),
     NotAnObject,
     DuplicateField(String),
@@ -136,6 +138,7 @@ impl fmt::Display for BodyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Empty => f.write_str("request body is empty"),
+            Self::NotBase64 => f.write_str("request body is flagged isBase64Encoded but is not valid base64"),
             Self::NotJson(detail) => write!(f, "request body is not valid JSON: {detail}"),
             Self::NotAnObject => f.write_str("request body must be a JSON object"),
             Self::DuplicateField(field) => write!(f, "duplicate field `{field}`"),

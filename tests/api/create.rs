@@ -417,6 +417,141 @@ async fn an_http_api_on_a_named_stage_routes_like_the_default_stage() {
 }
 
 #[tokio::test]
+async fn behind_a_custom_domain_mapping_keys_of_any_depth_route_to_plants() {
+    for (file, path_pointer, path, route_pointer, route) in [
+        (
+            "create-http-api-custom-domain.json",
+            "/rawPath",
+            "/v1/plants",
+            "/requestContext/routeKey",
+            "POST /plants",
+        ),
+        (
+            "create-http-api-custom-domain.json",
+            "/rawPath",
+            "/orders/v1/plants",
+            "/requestContext/routeKey",
+            "POST /plants",
+        ),
+        (
+            "create-http-api-custom-domain.json",
+            "/rawPath",
+            "/v1/plants",
+            "/requestContext/routeKey",
+            "ANY /plants",
+        ),
+        (
+            "create-rest-api-custom-domain.json",
+            "/path",
+            "/orders/v1/plants",
+            "/requestContext/resourcePath",
+            "/plants",
+        ),
+        (
+            "create-rest-api-custom-domain.json",
+            "/path",
+            "/v1/plants",
+            "/requestContext/resourcePath",
+            "/plants",
+        ),
+    ] {
+        let app = TestApp::new().await;
+        let event = Event::load(file)
+            .set(path_pointer, json!(path))
+            .set(route_pointer, json!(route));
+
+        let response = app.send(event.request()).await;
+
+        assert_eq!(response.status, 200, "{file} {path} {route}: {}", response.body);
+        assert_eq!(app.items().await.len(), 1, "{file} {path} {route}");
+    }
+}
+
+#[tokio::test]
+async fn behind_a_custom_domain_a_path_that_is_not_ours_is_still_404() {
+    for (file, path_pointer, path, route_pointer, route) in [
+        // A $default route or a greedy resource names no path of ours.
+        (
+            "create-http-api-custom-domain.json",
+            "/rawPath",
+            "/v1/plants",
+            "/requestContext/routeKey",
+            "$default",
+        ),
+        (
+            "create-http-api-custom-domain.json",
+            "/rawPath",
+            "/v1/animals",
+            "/requestContext/routeKey",
+            "$default",
+        ),
+        (
+            "create-rest-api-custom-domain.json",
+            "/path",
+            "/v1/plants",
+            "/requestContext/resourcePath",
+            "/{proxy+}",
+        ),
+        // The route must end the path at a segment boundary, after whole segments.
+        (
+            "create-http-api-custom-domain.json",
+            "/rawPath",
+            "/v1xplants",
+            "/requestContext/routeKey",
+            "POST /plants",
+        ),
+        (
+            "create-http-api-custom-domain.json",
+            "/rawPath",
+            "/v1//plants",
+            "/requestContext/routeKey",
+            "POST /plants",
+        ),
+        (
+            "create-http-api-custom-domain.json",
+            "/rawPath",
+            "/v1/plants/extra",
+            "/requestContext/routeKey",
+            "POST /plants",
+        ),
+        (
+            "create-rest-api-custom-domain.json",
+            "/path",
+            "/orders/v1/animals",
+            "/requestContext/resourcePath",
+            "/plants",
+        ),
+    ] {
+        let app = TestApp::new().await;
+        let event = Event::load(file)
+            .set(path_pointer, json!(path))
+            .set(route_pointer, json!(route));
+
+        let response = app.send(event.request()).await;
+
+        assert_eq!(
+            (response.status, &response.body),
+            (404, &json!({ "error": 40401, "message": "no such resource" })),
+            "{file} {path} {route}"
+        );
+        assert!(app.items().await.is_empty(), "{file} {path} {route}");
+    }
+}
+
+#[tokio::test]
+async fn a_stage_prefix_still_routes_when_the_route_is_named() {
+    let app = TestApp::new().await;
+    let event = Event::load("create-http-api.json")
+        .raw_path("/prod/plants")
+        .stage("prod")
+        .set("/requestContext/routeKey", json!("POST /plants"));
+
+    let response = app.send(event.request()).await;
+
+    assert_eq!(response.status, 200, "{}", response.body);
+}
+
+#[tokio::test]
 async fn an_unreachable_store_is_a_quick_503_with_retry_after_and_a_generic_message() {
     // A port that was free a moment ago: connections are refused.
     let port = std::net::TcpListener::bind("127.0.0.1:0")

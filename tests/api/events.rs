@@ -82,6 +82,9 @@ fn expectation(file: &str) -> Option<Expectation> {
         "base64-body.json" => created(1016, "Aloe vera", Some("succulent")),
         "get-plants.json" => rejected(405, 40501, "method not allowed; use POST"),
         "unknown-path.json" => rejected(404, 40401, "no such resource"),
+        "create-http-api-custom-domain.json" => created(1017, "Strelitzia nicolai", Some("bird of paradise")),
+        "create-rest-api-custom-domain.json" => created(1018, "Zamioculcas zamiifolia", Some("zz plant")),
+        "unknown-path-custom-domain.json" => rejected(404, 40401, "no such resource"),
         _ => return None,
     })
 }
@@ -101,7 +104,7 @@ async fn every_sample_event_gets_its_documented_answer_and_stored_item() {
         .collect();
     files.sort();
     assert!(
-        files.len() >= 18,
+        files.len() >= 21,
         "expected the full set of sample events, found {files:?}"
     );
 

@@ -21,6 +21,7 @@ use aws_sdk_dynamodb::types::{
 use lambda_http::http::HeaderMap;
 use lambda_http::{Context, Request, RequestExt};
 use plant_store::auth::Authenticator;
+use plant_store::envelope;
 use plant_store::handler::App;
 use plant_store::store::{DynamoStore, with_budgets};
 use serde_json::Value;
@@ -428,8 +429,20 @@ impl Event {
         self
     }
 
+    /// The request the function's own decoder makes of this event.
     pub fn request(&self) -> Request {
-        lambda_http::request::from_str(&self.0.to_string()).expect("a Lambda HTTP event")
+        envelope::decode(self.0.to_string().as_bytes())
+            .expect("a Lambda HTTP event")
+            .request
+    }
+
+    /// Sets any member of the event, by JSON pointer.
+    pub fn set(mut self, pointer: &str, value: Value) -> Self {
+        *self
+            .0
+            .pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("the event has no {pointer}")) = value;
+        self
     }
 }
 
