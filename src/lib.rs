@@ -11,3 +11,4 @@ pub mod jwt;
 pub mod logging;
 pub mod plant;
 pub mod store;
+pub mod telemetry;

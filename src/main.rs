@@ -7,6 +7,7 @@ use lambda_http::{Error, run, service_fn, tracing};
 use plant_store::config::Config;
 use plant_store::handler::App;
 use plant_store::store::{DynamoStore, with_budgets};
+use plant_store::telemetry::{Stdout, Telemetry};
 
 /// One thread: Lambda sends one event at a time, and a single-threaded
 /// runtime spends no CPU handing wake-ups between worker threads (measured
@@ -41,7 +42,7 @@ async fn main() -> Result<(), Error> {
             ),
         }
     }
-    let app = App::new(store, config.authenticator);
+    let app = App::new(store, config.authenticator).with_telemetry(Telemetry::new(config.telemetry, Stdout));
 
     let app = &app;
     run(service_fn(move |request| async move {
