@@ -428,6 +428,11 @@ impl Event {
         self
     }
 
+    /// The event as the Runtime API would hand it to the function.
+    pub fn text(&self) -> String {
+        self.0.to_string()
+    }
+
     pub fn request(&self) -> Request {
         lambda_http::request::from_str(&self.0.to_string()).expect("a Lambda HTTP event")
     }

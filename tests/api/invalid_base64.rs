@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
-use std::sync::mpsc::{Sender, channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,7 +19,13 @@ use serde_json::Value;
 use crate::helpers::{DEV_TOKEN, Event};
 
 /// What the function posted back: the path and the JSON body.
-type Posted = (String, Value);
+pub(crate) type Posted = (String, Value);
+
+/// The X-Ray trace header the stand-in sends with every event.
+pub(crate) const TRACE_HEADER: &str =
+    "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+/// The ARN the stand-in gives as the invoked function's.
+pub(crate) const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:plants";
 
 /// Serves `GET …/invocation/next` from `events` (then holds the request
 /// open, as Lambda does while no event is waiting) and reports every POST.
@@ -61,7 +67,7 @@ fn serve(stream: TcpStream, events: Arc<Mutex<VecDeque<(String, String)>>>, post
             write!(
                 writer,
                 "HTTP/1.1 200 OK\r\nLambda-Runtime-Aws-Request-Id: {id}\r\nLambda-Runtime-Deadline-Ms: {deadline}\r\n\
-                 Lambda-Runtime-Invoked-Function-Arn: arn:aws:lambda:us-east-1:123456789012:function:plants\r\n\
+                 Lambda-Runtime-Invoked-Function-Arn: {FUNCTION_ARN}\r\nLambda-Runtime-Trace-Id: {TRACE_HEADER}\r\n\
                  Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{event}",
                 event.len()
             )
@@ -72,6 +78,45 @@ fn serve(stream: TcpStream, events: Arc<Mutex<VecDeque<(String, String)>>>, post
             write!(writer, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n").expect("an answer");
         }
     }
+}
+
+/// Starts a stand-in for the Lambda Runtime API on loopback that hands
+/// out `events` (request id, event JSON) in order; returns its address and
+/// what the function posts back.
+pub(crate) fn runtime_api(events: Vec<(String, String)>) -> (String, Receiver<Posted>) {
+    let events = Arc::new(Mutex::new(VecDeque::from(events)));
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port for the Runtime API");
+    let address = listener.local_addr().expect("an address").to_string();
+    let (posted, received) = channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (events, posted) = (events.clone(), posted.clone());
+            std::thread::spawn(move || serve(stream, events, posted));
+        }
+    });
+    (address, received)
+}
+
+/// The built function as Lambda starts it, under `runtime_api`, its store
+/// at `dynamodb`, accepting `DEV_TOKEN`. Nothing but this environment.
+pub(crate) fn function(runtime_api: &str, dynamodb: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_plant-store"));
+    command.env_clear().envs([
+        ("AWS_LAMBDA_RUNTIME_API", runtime_api),
+        ("AWS_LAMBDA_FUNCTION_NAME", "plants"),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "1"),
+        ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/plants"),
+        ("AWS_LAMBDA_LOG_STREAM_NAME", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "local"),
+        ("AWS_SECRET_ACCESS_KEY", "local"),
+        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb),
+        ("TABLE_NAME", "plants"),
+        ("PLANTS_TOKEN_SHA256", &StaticTokens::digest_hex(DEV_TOKEN)),
+        ("PLANTS_PREWARM", "0"),
+    ]);
+    command
 }
 
 #[test]
@@ -86,41 +131,16 @@ fn an_invalid_base64_body_fails_only_its_own_invocation_and_the_function_serves_
     };
     let bad = event("not base64!", true);
     let good = event(r#"{"id":1,"name":"Fern"}"#, false);
-    let events = Arc::new(Mutex::new(VecDeque::from([
+    let (runtime_api, received) = runtime_api(vec![
         ("req-bad".to_owned(), bad.to_string()),
         ("req-good".to_owned(), good.to_string()),
-    ])));
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a port for the Runtime API");
-    let runtime_api = listener.local_addr().expect("an address").to_string();
-    let (posted, received) = channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let (events, posted) = (events.clone(), posted.clone());
-            std::thread::spawn(move || serve(stream, events, posted));
-        }
-    });
+    ]);
     // Nothing listens there: the valid create gets its 503 quickly.
     let dead_store = TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free port");
 
-    let mut function = Command::new(env!("CARGO_BIN_EXE_plant-store"))
-        .env_clear()
-        .envs([
-            ("AWS_LAMBDA_RUNTIME_API", runtime_api.as_str()),
-            ("AWS_LAMBDA_FUNCTION_NAME", "plants"),
-            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
-            ("AWS_LAMBDA_FUNCTION_VERSION", "1"),
-            ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/plants"),
-            ("AWS_LAMBDA_LOG_STREAM_NAME", "test"),
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_ACCESS_KEY_ID", "local"),
-            ("AWS_SECRET_ACCESS_KEY", "local"),
-            ("AWS_ENDPOINT_URL_DYNAMODB", &format!("http://{dead_store}")),
-            ("TABLE_NAME", "plants"),
-            ("PLANTS_TOKEN_SHA256", &StaticTokens::digest_hex(DEV_TOKEN)),
-            ("PLANTS_PREWARM", "0"),
-        ])
+    let mut function = function(&runtime_api, &format!("http://{dead_store}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -12,3 +12,4 @@ mod jwt;
 mod prewarm;
 mod properties;
 mod startup;
+mod telemetry;
