@@ -260,4 +260,178 @@ if failures:
 print(f"{len(codes)} error codes, all responses and examples consistent")
 PY
 
+check "template.yaml monitoring: tracing, alarms, dashboard, queries, least privilege" \
+    "$tools/python" - template.yaml src/telemetry.rs docs/operations.md <<'PY'
+"""Checks the monitoring part of template.yaml against the code and the runbook.
+
+- active tracing, and the role grants exactly the two X-Ray writes it needs
+  (the only `*` resource), no wildcard action, and no PutMetricData (the
+  metrics are EMF lines in the function's log);
+- an alarm on each documented metric, each notifying the optional topic on
+  alarm and on recovery, treating missing data as fine, with the documented
+  threshold parameters, and a description that links an existing heading of
+  docs/operations.md;
+- our alarms and dashboard name only metrics src/telemetry.rs emits, in the
+  namespace and with the service dimension the function is given;
+- the dashboard body is JSON with the documented widgets and every alarm;
+- every saved Logs Insights query is in docs/operations.md, word for word;
+- every parameter is in exactly one parameter group; the monitoring ones in
+  the Monitoring group.
+"""
+import json
+import re
+import sys
+
+from cfnlint.decode import decode
+
+template, errors = decode(sys.argv[1])
+if errors:
+    sys.exit("\n".join(str(e) for e in errors))
+telemetry = open(sys.argv[2], encoding="utf-8").read()
+runbook = open(sys.argv[3], encoding="utf-8").read()
+resources = template["Resources"]
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+
+
+def of_type(kind):
+    return {name: r for name, r in resources.items() if r["Type"] == kind}
+
+
+REF_STACK = {"Ref": "AWS::StackName"}
+NOTIFY = {"Fn::If": ["HasAlarmNotifications",
+                     [{"Fn::If": ["HasAlarmTopicArn", {"Ref": "AlarmTopicArn"}, {"Ref": "AlarmTopic"}]}],
+                     {"Ref": "AWS::NoValue"}]}
+
+# 1. tracing and least privilege
+function = resources["PlantsFunction"]["Properties"]
+if function.get("Tracing") != "Active":
+    fail("PlantsFunction: Tracing is not Active")
+statements = [
+    st
+    for policy in resources["PlantsFunctionRole"]["Properties"]["Policies"]
+    for st in policy["PolicyDocument"]["Statement"]
+]
+actions = lambda st: st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+for st in statements:
+    if any("*" in a for a in actions(st)):
+        fail(f"role: wildcard action in {st}")
+    if st.get("Resource") == "*" and sorted(actions(st)) != ["xray:PutTelemetryRecords", "xray:PutTraceSegments"]:
+        fail(f"role: a `*` resource for something other than the X-Ray writes: {st}")
+granted = {a for st in statements for a in actions(st)}
+if not {"xray:PutTraceSegments", "xray:PutTelemetryRecords"} <= granted:
+    fail("role: active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords")
+if any(a.startswith("cloudwatch:") for a in granted):
+    fail("role: grants CloudWatch actions, but metrics are EMF log lines")
+
+# 2. the metrics the code emits, where the function sends them
+emitted = set(re.findall(r'(?:count|ms)\("([A-Za-z]+)"', telemetry))
+if len(emitted) != 10:
+    fail(f"src/telemetry.rs: expected 10 metric names, found {sorted(emitted)}")
+env = function["Environment"]["Variables"]
+namespace = env.get("POWERTOOLS_METRICS_NAMESPACE")
+if env.get("POWERTOOLS_SERVICE_NAME") != REF_STACK:
+    fail("POWERTOOLS_SERVICE_NAME must be the stack name, so stacks never share metrics")
+
+# 3. alarms
+alarms = of_type("AWS::CloudWatch::Alarm")
+by_metric = {(a["Properties"]["Namespace"], a["Properties"]["MetricName"]): (name, a["Properties"]) for name, a in alarms.items()}
+required = {
+    ("AWS/Lambda", "Errors"): None,
+    ("AWS/Lambda", "Throttles"): None,
+    (namespace, "ServerError"): None,
+    (namespace, "StoreUnavailable"): ("EvaluationPeriods", "StoreUnavailableMinutes"),
+    (namespace, "Latency"): ("Threshold", "LatencyP99ThresholdMs"),
+    ("AWS/DynamoDB", "ThrottledRequests"): ("Threshold", "TableThrottleThreshold"),
+    ("AWS/DynamoDB", "SystemErrors"): None,
+    ("AWS/ApiGateway", "5xx"): ("Threshold", "Api5xxThreshold"),
+}
+for key, parameter in required.items():
+    if key not in by_metric:
+        fail(f"no alarm on {key[0]} {key[1]}")
+        continue
+    name, props = by_metric[key]
+    if parameter and props.get(parameter[0]) != {"Ref": parameter[1]}:
+        fail(f"{name}: {parameter[0]} should be the parameter {parameter[1]}")
+if by_metric.get((namespace, "Latency"), (None, {}))[1].get("ExtendedStatistic") != "p99":
+    fail("the latency alarm is not on p99")
+anchors = {
+    re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-")
+    for h in re.findall(r"^#+ (.+)$", runbook, re.M)
+}
+for name, alarm in alarms.items():
+    props = alarm["Properties"]
+    for key in ("AlarmActions", "OKActions"):
+        if props.get(key) != NOTIFY:
+            fail(f"{name}: {key} must notify the optional alarm topic")
+    if props.get("TreatMissingData") != "notBreaching":
+        fail(f"{name}: TreatMissingData must be notBreaching (no traffic is not an incident)")
+    link = re.search(r"docs/operations\.md#([a-z0-9-]+)", props.get("AlarmDescription", ""))
+    if not link or link.group(1) not in anchors:
+        fail(f"{name}: AlarmDescription must link a heading of docs/operations.md")
+    if props["Namespace"] == namespace:
+        if props["MetricName"] not in emitted:
+            fail(f"{name}: {props['MetricName']} is not a metric the function emits")
+        if props.get("Dimensions") != [{"Name": "service", "Value": REF_STACK}]:
+            fail(f"{name}: our metrics have exactly the service dimension")
+topic = resources.get("AlarmTopic", {})
+if topic.get("Condition") != "HasAlarmEmail" or [s["Protocol"] for s in topic["Properties"].get("Subscription", [])] != ["email"]:
+    fail("AlarmTopic: created only for AlarmEmail, with its one e-mail subscription")
+if "OneAlarmDestination" not in template.get("Rules", {}):
+    fail("Rules: AlarmTopicArn and AlarmEmail must not both be set")
+
+# 4. the dashboard
+dashboards = of_type("AWS::CloudWatch::Dashboard")
+if len(dashboards) != 1:
+    fail(f"expected one dashboard, found {len(dashboards)}")
+for name, dashboard in dashboards.items():
+    body_sub = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+    refs = set(re.findall(r"\$\{([^}]+)\}", body_sub))
+    body = json.loads(re.sub(r"\$\{[^}]+\}", "X", body_sub))
+    for alarm_name in alarms:
+        if f"{alarm_name}.Arn" not in refs:
+            fail(f"{name}: the alarm widget lacks {alarm_name}")
+    metrics = []
+    for widget in body["widgets"]:
+        for row in widget.get("properties", {}).get("metrics", []):
+            stat = row[-1].get("stat", widget["properties"].get("stat")) if isinstance(row[-1], dict) else None
+            metrics.append((row[0], row[1], stat))
+    for ns, metric, _ in metrics:
+        if ns == namespace and metric not in emitted:
+            fail(f"{name}: {metric} is not a metric the function emits")
+    for wanted in [(namespace, "Latency", "p50"), (namespace, "Latency", "p99"), (namespace, "ColdStart", "Sum"),
+                   (namespace, "PlantCreated", "Sum"), (namespace, "ClientError", "Sum"), (namespace, "ServerError", "Sum"),
+                   ("AWS/DynamoDB", "ConsumedWriteCapacityUnits", "Sum"), ("AWS/DynamoDB", "ThrottledRequests", "Sum")]:
+        if wanted not in metrics:
+            fail(f"{name}: no widget shows {wanted}")
+
+# 5. saved queries are the runbook's, word for word
+queries = of_type("AWS::Logs::QueryDefinition")
+if len(queries) != 4:
+    fail(f"expected the 4 documented Logs Insights queries, found {len(queries)}")
+for name, query in queries.items():
+    props = query["Properties"]
+    if props.get("LogGroupNames") != [{"Ref": "PlantsLogGroup"}]:
+        fail(f"{name}: must query the function's log group")
+    if props["QueryString"].strip() not in runbook:
+        fail(f"{name}: the query is not in docs/operations.md word for word")
+
+# 6. parameter groups
+groups = template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+grouped = [p for g in groups for p in g["Parameters"]]
+if sorted(grouped) != sorted(template["Parameters"]):
+    fail(f"every parameter must be in exactly one group: {sorted(set(template['Parameters']) ^ set(grouped))}")
+monitoring = next((g["Parameters"] for g in groups if g["Label"]["default"].startswith("Monitoring")), [])
+if sorted(monitoring) != sorted(["AlarmTopicArn", "AlarmEmail", "LatencyP99ThresholdMs", "StoreUnavailableMinutes",
+                                 "TableThrottleThreshold", "Api5xxThreshold"]):
+    fail(f"the Monitoring group lists {monitoring}")
+
+if failures:
+    sys.exit("\n".join(failures))
+print(f"{len(alarms)} alarms, 1 dashboard, {len(queries)} queries, {len(emitted)} metrics consistent")
+PY
+
 echo "check_deploy: all checks passed"

@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCAL_STACK = ROOT / "scripts" / "local_stack.py"
 HOOKS = ROOT / "scripts" / "schemathesis_hooks.py"
 OPENAPI = ROOT / "openapi.yaml"
+EMF_SCHEMA = ROOT / "tests" / "schemas" / "emf.schema.json"
 HOST = "127.0.0.1"
 FUNCTION_NAME = "plant-store"  # the binary: the name watch's invoke API knows
 
@@ -328,7 +329,11 @@ class Stack:
         """The stack's last lines, less the function's routine request lines."""
         try:
             with open(self.log_path, encoding="utf-8", errors="replace") as f:
-                kept = [line for line in f if not re.search(r" INFO .*: request request_id=.* status=[1-4]", line)]
+                kept = [
+                    line
+                    for line in f
+                    if not re.search(r" INFO .*: request request_id=.* status=[1-4]", line) and '{"_aws":' not in line
+                ]
             return "".join(kept[-lines:])
         except OSError:
             return ""
@@ -1009,6 +1014,54 @@ def stop_children(children):
 # ---- main ------------------------------------------------------------------------
 
 
+def check_emf(log_path):
+    """Every EMF document the function wrote while the tests ran, against
+    tests/schemas/emf.schema.json and the EMF specification's
+    cross-references, and one document per request line. Returns (ok, detail)."""
+    import jsonschema  # in the tool venv, with schemathesis
+
+    validator = jsonschema.Draft202012Validator(json.loads(EMF_SCHEMA.read_text(encoding="utf-8")))
+    requests, documents, problems = 0, 0, []
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = re.sub(r"\x1b\[[0-9;]*m", "", line)  # colours, if the log has them
+            if re.search(r"\bINFO\b.*\brequest request_id=", line):
+                requests += 1
+            start = line.find('{"_aws":')
+            if start < 0:
+                continue
+            documents += 1
+            try:
+                document = json.loads(line[start:])
+            except ValueError as err:
+                problems.append(f"not one JSON object ({err}): {line.strip()[:200]}")
+                continue
+            problems.extend(f"{error.json_path}: {error.message}" for error in validator.iter_errors(document))
+            # What JSON Schema cannot say: every dimension is a string member,
+            # every metric a number member (the specification's target members).
+            for directive in document.get("_aws", {}).get("CloudWatchMetrics", []):
+                for dimension in (d for dimensions in directive.get("Dimensions", []) for d in dimensions):
+                    if not isinstance(document.get(dimension), str):
+                        problems.append(f"dimension {dimension} is not a string member")
+                for metric in directive.get("Metrics", []):
+                    value = document.get(metric.get("Name"))
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        problems.append(f"metric {metric.get('Name')} has no number member: {value!r}")
+            undeclared = {
+                name
+                for name, value in document.items()
+                if isinstance(value, (int, float)) and not isinstance(value, bool)
+            } - {m.get("Name") for d in document["_aws"]["CloudWatchMetrics"] for m in d.get("Metrics", [])}
+            if undeclared:
+                problems.append(f"numbers not declared as metrics: {sorted(undeclared)}")
+    if documents != requests:
+        problems.append(f"{documents} EMF documents for {requests} request lines")
+    if requests == 0:
+        problems.append("no request line in the stack's output")
+    detail = f"{documents} documents for {requests} requests"
+    return not problems, "; ".join(sorted(set(problems))[:5]) + f" ({detail})" if problems else detail
+
+
 def main():
     global STACK, ISSUER
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -1100,6 +1153,9 @@ def main():
                     or (f"port(s) {' and '.join(ports)} free" if ports else "no port was opened yet"),
                 )
             )
+            if stack.ready.is_set():
+                ok, detail = check_emf(stack.log_path)
+                results.append(("EMF documents against tests/schemas/emf.schema.json", ok, detail))
         if issuer is not None:
             issuer.close()
         if all(ok for _, ok, _ in results):

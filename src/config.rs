@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::auth::{Authenticator, StaticTokens};
 use crate::jwt::{DEFAULT_SCOPE, JwtSettings, JwtVerifier, SettingError};
+use crate::telemetry::{TelemetrySettingError, TelemetrySettings};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -13,6 +14,8 @@ pub struct Config {
     /// Open the connection to DynamoDB during init (`PLANTS_PREWARM`,
     /// default on), so that the first request does not pay for it.
     pub prewarm: bool,
+    /// The Powertools variables: service name, metric namespace, metrics on/off.
+    pub telemetry: TelemetrySettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +30,7 @@ pub enum ConfigError {
     JwtClient(String),
     NoVerifier,
     InvalidPrewarm,
+    Telemetry(TelemetrySettingError),
 }
 
 impl fmt::Display for ConfigError {
@@ -61,6 +65,15 @@ impl fmt::Display for ConfigError {
             ),
             Self::InvalidPrewarm => f.write_str(
                 "PLANTS_PREWARM must be 1 or 0 (or true/false, on/off, yes/no): whether to open the connection to DynamoDB during init (default 1)",
+            ),
+            Self::Telemetry(TelemetrySettingError::ServiceName) => f.write_str(
+                "POWERTOOLS_SERVICE_NAME must be at most 1024 printable ASCII characters: it is the service log key and metric dimension (default plant-store)",
+            ),
+            Self::Telemetry(TelemetrySettingError::Namespace) => f.write_str(
+                "POWERTOOLS_METRICS_NAMESPACE must be at most 255 characters from letters, digits, spaces and . - _ / # :, not starting with AWS/ (default PlantStore)",
+            ),
+            Self::Telemetry(TelemetrySettingError::MetricsDisabled) => f.write_str(
+                "POWERTOOLS_METRICS_DISABLED must be true or false (or 1/0, on/off, yes/no): whether to stop writing CloudWatch metrics (default false)",
             ),
         }
     }
@@ -99,10 +112,13 @@ impl Config {
             None => true,
         };
 
+        let telemetry = TelemetrySettings::from_lookup(&get).map_err(ConfigError::Telemetry)?;
+
         Ok(Self {
             table_name: table_name.trim().to_owned(),
             authenticator,
             prewarm,
+            telemetry,
         })
     }
 }

@@ -2,7 +2,7 @@
 //! gets a response here (expected failures are `ApiError`s rendered as the
 //! `Error` body) and exactly one log line.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
@@ -15,6 +15,7 @@ use crate::envelope::Repairs;
 use crate::error::{ApiError, Chain};
 use crate::plant::{BodyError, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
+use crate::telemetry::{Invocation, Telemetry};
 
 /// The largest accepted body, in bytes after any base64 decoding.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -29,11 +30,21 @@ const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub struct App<S> {
     store: S,
     authenticator: Authenticator,
+    telemetry: Telemetry,
 }
 
 impl<S: PlantStore> App<S> {
     pub fn new(store: S, authenticator: Authenticator) -> Self {
-        Self { store, authenticator }
+        Self {
+            store,
+            authenticator,
+            telemetry: Telemetry::log_only(),
+        }
+    }
+
+    /// The log keys and metrics to write for every request.
+    pub fn with_telemetry(self, telemetry: Telemetry) -> Self {
+        Self { telemetry, ..self }
     }
 
     pub fn store(&self) -> &S {
@@ -45,7 +56,10 @@ impl<S: PlantStore> App<S> {
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let started = Instant::now();
         let mut plant_id = None;
-        let outcome = self.create_plant(&request, &mut plant_id).await;
+        let mut store_latency = None;
+        let outcome = self
+            .create_plant(&request, &mut plant_id, &mut store_latency)
+            .await;
 
         let context = request.lambda_context_ref();
         let request_id = context.map(|context| context.request_id.as_str());
@@ -69,22 +83,18 @@ impl<S: PlantStore> App<S> {
             }
         };
 
-        tracing::info!(
-            request_id,
-            // Where X-Ray and the Powertools convention put the trace id
-            // (the runtime no longer sets _X_AMZN_TRACE_ID per invocation:
-            // src/runtime.rs).
-            xray_trace_id = context.and_then(|context| context.xray_trace_id.as_deref()),
-            method = %request.method(),
-            path = route_path(&request),
-            status = status.as_u16(),
-            error = error_code,
-            plant_id = plant_id.map(PlantId::get),
-            outcome = created.map(Created::as_str),
-            latency_ms = started.elapsed().as_secs_f64() * 1e3,
-            envelope = repairs.map(tracing::field::display),
-            "request"
-        );
+        self.telemetry.record(&Invocation {
+            context,
+            method: request.method().as_str(),
+            path: route_path(&request),
+            status: status.as_u16(),
+            error: error_code,
+            plant_id: plant_id.map(PlantId::get),
+            outcome: created,
+            latency: started.elapsed(),
+            store_latency,
+            envelope: repairs,
+        });
 
         let mut response = Response::new(Body::from(body));
         *response.status_mut() = status;
@@ -106,6 +116,7 @@ impl<S: PlantStore> App<S> {
         &self,
         request: &Request,
         plant_id: &mut Option<PlantId>,
+        store_latency: &mut Option<Duration>,
     ) -> Result<(Plant, Created), ApiError> {
         if route_path(request) != PLANTS_PATH {
             return Err(ApiError::NotFound);
@@ -132,8 +143,10 @@ impl<S: PlantStore> App<S> {
         let plant = NewPlant::from_json(body)?;
         *plant_id = Some(plant.id);
 
-        let created = self.store.create(&plant).await?;
-        Ok((Plant::from(&plant), created))
+        let store_started = Instant::now();
+        let created = self.store.create(&plant).await;
+        *store_latency = Some(store_started.elapsed());
+        Ok((Plant::from(&plant), created?))
     }
 }
 

@@ -13,3 +13,4 @@ pub mod logging;
 pub mod plant;
 pub mod runtime;
 pub mod store;
+pub mod telemetry;

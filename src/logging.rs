@@ -3,8 +3,10 @@
 //! does not give: the raw event, which carries the `Authorization` header,
 //! is never written, whatever the level.
 
+use lambda_http::tracing::Subscriber;
 use lambda_http::tracing::subscriber::filter::{EnvFilter, LevelFilter};
 use lambda_http::tracing::subscriber::fmt::MakeWriter;
+use lambda_http::tracing::subscriber::util::SubscriberInitExt;
 use lambda_http::tracing::subscriber::{self, fmt};
 
 /// `lambda_runtime` logs every raw invocation payload at TRACE under this
@@ -22,12 +24,22 @@ fn install<W>(json: bool, level: Option<&str>, writer: W)
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
-    let builder = builder(level, writer);
     if json {
-        builder.json().init();
+        json_subscriber(level, writer).init();
     } else {
-        builder.init();
+        builder(level, writer).init();
     }
+}
+
+/// The JSON subscriber `init` installs, for tests that read its lines. The
+/// event's fields are top-level keys, as Powertools writes them (`service`,
+/// `cold_start`, `function_request_id`, …), not nested under `fields`, so
+/// that CloudWatch Logs Insights queries name them directly.
+pub fn json_subscriber<W>(level: Option<&str>, writer: W) -> impl Subscriber + Send + Sync + 'static
+where
+    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
+{
+    builder(level, writer).json().flatten_event(true).finish()
 }
 
 type Builder<W> = fmt::SubscriberBuilder<
@@ -90,7 +102,7 @@ mod tests {
 
     fn logged(level: Option<&str>, emit: impl FnOnce()) -> String {
         let capture = Capture::default();
-        let subscriber = builder(level, capture.clone()).json().finish();
+        let subscriber = json_subscriber(level, capture.clone());
         tracing::dispatcher::with_default(&tracing::Dispatch::new(subscriber), emit);
         String::from_utf8(capture.0.lock().unwrap().clone()).unwrap()
     }

@@ -8,6 +8,7 @@ use plant_store::config::Config;
 use plant_store::handler::App;
 use plant_store::runtime::{self, RuntimeApi};
 use plant_store::store::{DynamoStore, with_budgets};
+use plant_store::telemetry::{Stdout, Telemetry};
 
 /// One thread: Lambda sends one event at a time, and a single-threaded
 /// runtime spends no CPU handing wake-ups between worker threads (measured
@@ -46,7 +47,7 @@ async fn main() -> Result<(), Error> {
             ),
         }
     }
-    let app = App::new(store, config.authenticator);
+    let app = App::new(store, config.authenticator).with_telemetry(Telemetry::new(config.telemetry, Stdout));
 
     runtime::run(&api, function, async |request| app.handle(request).await).await
 }

@@ -429,6 +429,11 @@ impl Event {
         self
     }
 
+    /// The event as the Runtime API would hand it to the function.
+    pub fn text(&self) -> String {
+        self.0.to_string()
+    }
+
     /// The request the function's own decoder makes of this event.
     pub fn request(&self) -> Request {
         envelope::decode(self.0.to_string().as_bytes())

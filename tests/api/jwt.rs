@@ -243,7 +243,7 @@ struct Shared {
 }
 
 /// An HTTP/1.1 server on loopback, one response per connection.
-struct JwksServer {
+pub(crate) struct JwksServer {
     base_url: String,
     shared: Arc<Shared>,
 }
@@ -338,6 +338,16 @@ fn verifier(server: &JwksServer, policy: JwksPolicy) -> JwtVerifier {
     let settings = JwtSettings::new(ISSUER, &[AUDIENCE, CLIENT_ID], Some(&server.jwks_url()), SCOPE)
         .expect("valid settings");
     JwtVerifier::with_policy(settings, policy).expect("an HTTP client")
+}
+
+/// For other test modules: a verifier of this module's issuer, with its
+/// JWKS served on loopback (keep the server alive), and a token it accepts
+/// that lacks the required scope, i.e. the 403.
+pub(crate) async fn verifier_and_token_without_scope() -> (JwksServer, JwtVerifier, String) {
+    let server = JwksServer::start(standard_jwks()).await;
+    let verifier = verifier(&server, JwksPolicy::default());
+    let token = Jwt::rs256().claim("scope", json!("openid")).encode();
+    (server, verifier, token)
 }
 
 async fn app(server: &JwksServer, policy: JwksPolicy) -> TestApp {

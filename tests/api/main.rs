@@ -12,3 +12,4 @@ mod prewarm;
 mod properties;
 mod runtime_api;
 mod startup;
+mod telemetry;
