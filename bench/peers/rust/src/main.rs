@@ -204,7 +204,7 @@ fn body_error(err: serde_json::Error) -> ApiError {
         40002
     } else if message.starts_with("invalid type") {
         40003
-    } else if message.starts_with("invalid value") || message.contains("surrogate") {
+    } else if message.starts_with("invalid value") {
         40004
     } else {
         40001
