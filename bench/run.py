@@ -540,11 +540,14 @@ def memory_sizes(run, subjects, args, events):
     root), one line says so and the figures are measured without a quota."""
     transport = args.memory_transport
     out = {"transport": transport, "period_us": CGROUP_PERIOD_US, "sizes": {}}
+    said = False
     for memory_mb in args.memory:
         quota = CpuQuota(memory_mb)
         why_not = quota.create()
         if why_not:
-            print(f"no CPU quota ({why_not}): measuring {memory_mb} MB without one", flush=True)
+            if not said:
+                print(f"no CPU quota ({why_not}): the memory sizes are measured without one", flush=True)
+                said = True
             quota = None
         try:
             log(f"{memory_mb} MB ({'quota %d us per %d us, cgroup v%d' % (CpuQuota(memory_mb).quota_us, CGROUP_PERIOD_US, quota.version) if quota else 'no quota'}): "
