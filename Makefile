@@ -224,8 +224,9 @@ load-short: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## The load test's
 bench: check-cargo check-java check-node check-python $(STAMP_DDB) ## The benchmark: whole cores, then Lambda's memory sizes under a CPU quota, memory over time, cost; vs Python, Node.js and idiomatic Rust; results in bench/results/
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/run.py $(BENCH_ARGS)
 
-# The idiomatic Rust peer joins the smoke once `make bench` has built it:
-# its first build (several minutes) would make `make test` much longer.
+# The idiomatic Rust peer joins the smoke once `make bench` has built it
+# (later changes rebuild in seconds on that warm cache): its first build,
+# several minutes, would make `make test` much longer.
 bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) ## A few checked invocations of each benchmark implementation (make test runs it)
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/run.py --smoke
 
