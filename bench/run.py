@@ -99,7 +99,7 @@ def build_rust_peer():
         return
     if shutil.which("cargo") is None:
         fail("cargo is needed for the idiomatic Rust peer: install Rust with rustup")
-    log("building the idiomatic Rust peer (SDK default features; several minutes the first time) into .tools/bench/rust-target")
+    log("building the idiomatic Rust peer into .tools/bench/rust-target (several minutes the first time)")
     env = {
         k: v
         for k, v in os.environ.items()
@@ -550,8 +550,13 @@ def memory_sizes(run, subjects, args, events):
                 said = True
             quota = None
         try:
-            log(f"{memory_mb} MB ({'quota %d us per %d us, cgroup v%d' % (CpuQuota(memory_mb).quota_us, CGROUP_PERIOD_US, quota.version) if quota else 'no quota'}): "
-                f"{args.memory_cold} cold starts and {args.memory_warm} warm invocations per implementation")  # fmt: skip
+            share = "no quota"
+            if quota:
+                share = f"quota {quota.quota_us} us per {CGROUP_PERIOD_US} us, cgroup v{quota.version}"
+            log(
+                f"{memory_mb} MB ({share}): {args.memory_cold} cold starts and "
+                f"{args.memory_warm} warm invocations per implementation"
+            )
             cold = cold_starts(run, subjects, transport, args.memory_cold, events, quota)
             warm = {}
             for subject in subjects:
@@ -636,7 +641,9 @@ def benchmark(args, subjects, scratch):
     results = {"transports": {}, "load": {"before": loadavg()}}
     events = Events(start=10_000_000)
     # The fixtures serve every transport any part of the run uses.
-    used = set(args.transport) | ({args.memory_transport} if args.memory else set()) | ({args.long_transport} if args.long else set())
+    used = set(args.transport)
+    used |= {args.memory_transport} if args.memory else set()
+    used |= {args.long_transport} if args.long else set()
     with Run(scratch, used) as run:
         log(f"warming DynamoDB Local's JVM with {args.ddb_warmup} writes")
         warm_table = "bench-jvm-warm-up"
@@ -658,7 +665,8 @@ def benchmark(args, subjects, scratch):
             results["long"] = {"transport": args.long_transport, "subjects": {}}
             for subject in subjects:
                 log(f"{args.long_transport}: {subject.name}: {args.long} warm invocations for memory over time")
-                results["long"]["subjects"][subject.name] = long_run(run, subject, args.long_transport, args.long, events)
+                long = long_run(run, subject, args.long_transport, args.long, events)
+                results["long"]["subjects"][subject.name] = long
             results["load"]["after_long"] = loadavg()
     return results
 
@@ -803,16 +811,22 @@ def parse_args(argv):
         help="Lambda memory sizes (MB) to measure under their CPU quota, comma-separated; 'none' for none "
              "(default 128,256,512,1024,1769)",
     )  # fmt: skip
-    parser.add_argument("--memory-cold", type=int, default=10, help="fresh processes per implementation and size (default 10)")
-    parser.add_argument("--memory-warm", type=int, default=500, help="warm invocations per implementation and size (default 500)")
+    parser.add_argument(
+        "--memory-cold", type=int, default=10, help="fresh processes per implementation and size (default 10)"
+    )
+    parser.add_argument(
+        "--memory-warm", type=int, default=500, help="warm invocations per implementation and size (default 500)"
+    )
     parser.add_argument("--memory-transport", default="https", help="transport of the memory-size runs (default https)")
     parser.add_argument(
         "--long", type=int, default=100_000,
         help="warm invocations of one process per implementation, for memory over time; 0 for none (default 100000)",
     )  # fmt: skip
     parser.add_argument("--long-transport", default="http", help="transport of the long runs (default http)")
-    parser.add_argument("--ddb-latency-ms", type=float, default=report.DDB_LATENCY_MS,
-                        help=f"assumed in-region DynamoDB latency added to billed durations (default {report.DDB_LATENCY_MS})")  # fmt: skip
+    parser.add_argument(
+        "--ddb-latency-ms", type=float, default=report.DDB_LATENCY_MS,
+        help=f"assumed in-region DynamoDB latency added to billed durations (default {report.DDB_LATENCY_MS})",
+    )  # fmt: skip
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where results go")
     parser.add_argument("--label", default="", help="a note stored with the results")
     args = parser.parse_args(argv)
