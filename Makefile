@@ -241,9 +241,16 @@ load-short: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## The load test's
 	cargo build --bin plant-store
 	@$(WITH_VENV) "$(VENV_PY)" scripts/load_test.py --requests 600 --clients 16
 
-bench: check-cargo check-java check-node check-python $(STAMP_DDB) ## The cold-start and warm-latency benchmark with Python and Node.js peers; results in bench/results/
+# The full run takes about 35 minutes on 2 vCPU (docs/performance.md); a
+# quicker one: make bench BENCH_ARGS="--memory 128 --long 5000". The
+# idiomatic Rust peer is built into .tools/bench/ when its sources change
+# (several minutes the first time).
+bench: check-cargo check-java check-node check-python $(STAMP_DDB) ## The benchmark: whole cores, then Lambda's memory sizes under a CPU quota, memory over time, cost; vs Python, Node.js and idiomatic Rust; results in bench/results/
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/run.py $(BENCH_ARGS)
 
+# The idiomatic Rust peer joins the smoke once `make bench` has built it
+# (later changes rebuild in seconds on that warm cache): its first build,
+# several minutes, would make `make test` much longer.
 bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) ## A few checked invocations of each benchmark implementation (make test runs it)
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/run.py --smoke
 

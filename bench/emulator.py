@@ -239,9 +239,12 @@ def lambda_environment(runtime_api, extra):
 class FunctionProcess:
     """One fresh function process (a cold start) under its own Runtime API."""
 
-    def __init__(self, argv, env, log_path, cwd=None):
+    def __init__(self, argv, env, log_path, cwd=None, preexec_fn=None):
         self.api = RuntimeApi()
         self.argv, self.log_path, self.cwd = argv, log_path, cwd
+        # Runs in the child between fork and exec: bench/run.py moves the
+        # process into a CPU-quota cgroup there, so init already runs under it.
+        self.preexec_fn = preexec_fn
         self.env = lambda_environment(self.api.address, env)
         self.proc = None
 
@@ -251,7 +254,13 @@ class FunctionProcess:
         log = open(self.log_path, "ab")
         started = time.perf_counter_ns()
         self.proc = subprocess.Popen(
-            self.argv, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            self.argv,
+            env=self.env,
+            cwd=self.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            preexec_fn=self.preexec_fn,
         )
         log.close()
         self.api.proc = self.proc

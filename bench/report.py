@@ -2,9 +2,49 @@
 table (results.md) and a chart (chart.svg, hand-written SVG)."""
 
 import html
+import math
 import statistics
 
-PEERS = ("python", "node")
+# The implementations plant-store is compared with: the two managed
+# runtimes' SDKs, and Rust written the way the runtime's examples are.
+PEERS = ("python", "node", "idiomatic")
+# The issue's targets were set against the Python and Node.js peers.
+TARGET_PEERS = ("python", "node")
+
+# ---- prices: dated constants, in one place ----------------------------------
+# us-east-1, on-demand, no free tier, read 2026-11-22. Lambda: the AWS Lambda
+# pricing page (aws.amazon.com/lambda/pricing), whose rates are quoted as
+# $0.0000166667 (x86_64) and $0.0000133334 (arm64) per GB-second for the first
+# 6 / 7.5 billion GB-seconds a month and $0.20 per million requests (e.g. in
+# artillery 2.0.28's lib/platform/aws-lambda/prices.js and a cost guide dated
+# 2026-05-11); billed duration is rounded up to the millisecond. API Gateway
+# HTTP API: $1.00 per million requests for the first 300 million a month
+# (aws.amazon.com/api-gateway/pricing, as quoted 2025-05-19). DynamoDB
+# on-demand: $0.625 per million write request units since the price cut of
+# November 2024 (aws.amazon.com/dynamodb/pricing/on-demand, as quoted
+# 2025-07-21); one create of an item under 1 KB is one write request unit.
+PRICES = {
+    "as_of": "2026-11-22",
+    "region": "us-east-1",
+    "lambda_gb_second_usd": {"arm64": 0.0000133334, "x86_64": 0.0000166667},
+    "lambda_request_usd": 0.20 / 1e6,
+    "http_api_request_usd": 1.00 / 1e6,
+    "dynamodb_wru_usd": 0.625 / 1e6,
+    "sources": {
+        "lambda": "aws.amazon.com/lambda/pricing (us-east-1)",
+        "http_api": "aws.amazon.com/api-gateway/pricing (HTTP APIs, first 300 million)",
+        "dynamodb": "aws.amazon.com/dynamodb/pricing/on-demand (after the November 2024 cut)",
+    },
+}
+COST_MEMORY_MB = (128, 256, 512, 1024)
+# The round trip of one PutItem to DynamoDB in the same region, added to the
+# measured warm wall time (which already includes DynamoDB Local's own time
+# on loopback, about 1 ms, so the estimate errs high). AWS describes
+# DynamoDB as delivering "single-digit millisecond performance at any scale"
+# (aws.amazon.com/dynamodb); 5 ms is the middle of that range.
+DDB_LATENCY_MS = 5.0
+DDB_LATENCY_SOURCE = 'AWS: DynamoDB delivers "single-digit millisecond performance at any scale" (aws.amazon.com/dynamodb)'
+
 COLD_METRICS = [
     ("init_wall_ms", "init, wall (ms)"),
     ("init_cpu_ms", "init, CPU (ms)"),
@@ -72,7 +112,123 @@ def summarise(results):
         }
         for transport, data in results["transports"].items()
     }
+    summary.pop("memory", None)
+    summary.pop("long", None)
+    if results.get("memory"):
+        summary["memory_sizes"] = memory_figures(results["memory"])
+        summary["cost"] = cost(results["memory"], results["settings"].get("ddb_latency_ms", DDB_LATENCY_MS))
+        summary["raw"]["memory_sizes"] = {
+            size: {
+                "cold": data["cold"],
+                "warm_wall_ms": {n: [round(x, 4) for x in w["wall_ms"]] for n, w in data["warm"].items()},
+            }
+            for size, data in results["memory"]["sizes"].items()
+        }
+    if results.get("long"):
+        summary["memory_over_time"] = long_figures(results["long"])
     return summary
+
+
+def memory_figures(memory):
+    """Per memory size and implementation: the cold and warm figures under
+    that size's CPU quota, and the rate one instance sustains."""
+    out = {"transport": memory["transport"], "period_us": memory["period_us"], "sizes": {}}
+    for size, data in memory["sizes"].items():
+        figures = {}
+        for name, samples in data["cold"].items():
+            warm = data["warm"][name]
+            walls = warm["wall_ms"]
+            figures[name] = {
+                "init_wall_ms": statistics.median(s["init_wall_ms"] for s in samples),
+                "first_wall_ms": statistics.median(s["first_wall_ms"] for s in samples),
+                "cold_wall_ms": statistics.median(s["cold_wall_ms"] for s in samples),
+                "cold_wall_ms_max": max(s["cold_wall_ms"] for s in samples),
+                "cold_cpu_ms": statistics.median(s["cold_cpu_ms"] for s in samples),
+                "cold_samples": len(samples),
+                "warm_invocations": len(walls),
+                "warm_p50_ms": percentile(walls, 50),
+                "warm_p99_ms": percentile(walls, 99),
+                "warm_mean_ms": statistics.fmean(walls),
+                "warm_cpu_ms": warm["cpu_per_invocation_ms"],
+                "invocations_per_s": warm.get("invocations_per_s"),
+            }
+        out["sizes"][size] = {
+            "quota_us": data["quota_us"],
+            "cgroup": data["cgroup"],
+            "no_quota_reason": data.get("no_quota_reason"),
+            "throttled_periods": data.get("throttled_periods"),
+            "periods": data.get("periods"),
+            "figures": figures,
+        }
+    return out
+
+
+def billed_ms(walls, latency_ms):
+    """Billed durations, two ways: `light`, the median invocation's wall
+    time (one that finds its CPU budget for the period unspent, as on an
+    instance with requests now and then), and `busy`, the mean over
+    back-to-back invocations (an instance kept busy, whose invocations
+    queue behind the quota now and then); each plus the assumed DynamoDB
+    latency, rounded up to the millisecond as Lambda bills."""
+    return {
+        "light": math.ceil(percentile(walls, 50) + latency_ms),
+        "busy": statistics.fmean(math.ceil(w + latency_ms) for w in walls),
+    }
+
+
+def cost(memory, latency_ms):
+    """USD per million creates, per implementation, memory size and
+    architecture: Lambda compute (billed ms x GB) plus Lambda requests.
+    API Gateway and DynamoDB are the same for every implementation and
+    listed on their own."""
+    rows = []
+    for size in COST_MEMORY_MB:
+        data = memory["sizes"].get(str(size))
+        if not data:
+            continue
+        for name, warm in data["warm"].items():
+            billed = billed_ms(warm["wall_ms"], latency_ms)
+            row = {"implementation": name, "memory_mb": size}
+            for load, ms in billed.items():
+                row[f"billed_ms_{load}"] = ms
+                for arch, price in PRICES["lambda_gb_second_usd"].items():
+                    compute = 1e6 * ms / 1000 * size / 1024 * price
+                    row[f"{arch}_usd_{load}"] = compute + 1e6 * PRICES["lambda_request_usd"]
+            rows.append(row)
+    return {
+        "per_million_creates": rows,
+        "http_api_usd": 1e6 * PRICES["http_api_request_usd"],
+        "dynamodb_usd": 1e6 * PRICES["dynamodb_wru_usd"],
+        "ddb_latency_ms": latency_ms,
+        "ddb_latency_source": DDB_LATENCY_SOURCE,
+        "prices": PRICES,
+        "note": "billed duration = warm wall time under the memory size's CPU quota + the assumed DynamoDB "
+        "latency, rounded up to 1 ms: light = the median invocation, busy = the mean of back-to-back "
+        "invocations; warm invocations only (no cold starts)",
+    }
+
+
+def long_figures(long):
+    out = {"transport": long["transport"], "subjects": {}}
+    for name, data in long["subjects"].items():
+        marks = {c["invocations"]: c for c in data["checkpoints"]}
+        last = data["checkpoints"][-1]
+        early = marks.get(2000)
+        fig = {
+            "invocations": data["invocations"],
+            "peak_rss_mb_after_2000": early["peak_rss_kib"] * 1024 / 1e6 if early else None,
+            "peak_rss_mb_at_end": last["peak_rss_kib"] * 1024 / 1e6,
+            "rss_mb_at_end": last["rss_kib"] * 1024 / 1e6,
+            "cpu_per_invocation_ms": data["cpu_per_invocation_ms"],
+            "duration_s": data["duration_s"],
+            "checkpoints": data["checkpoints"],
+        }
+        if early and last["invocations"] > 2000:
+            fig["growth_bytes_per_invocation"] = (
+                (last["peak_rss_kib"] - early["peak_rss_kib"]) * 1024 / (last["invocations"] - 2000)
+            )
+        out["subjects"][name] = fig
+    return out
 
 
 def rust_names(figures):
@@ -100,7 +256,6 @@ def targets(figures):
     transport = "https" if "https" in figures else "http"
     for rust in rust_names(figures):
         f = https[rust]
-        peers = [p for p in PEERS if p in https]
 
         def target(name, value, limit, unit):
             out.append(
@@ -116,6 +271,7 @@ def targets(figures):
                 }
             )
 
+        peers = [p for p in TARGET_PEERS if p in https]
         if peers:
             fastest_cold = min(https[p]["cold_cpu_ms"] for p in peers)
             target("cold total CPU <= 1/10 of the faster peer", f["cold_cpu_ms"], fastest_cold / 10, "ms")
@@ -177,11 +333,82 @@ def markdown(summary):
                 f"| {_fmt(t['limit'])} {t['unit']} | {'yes' if t['met'] else '**no**'} |"
             )
         lines.append("")
+    if summary.get("memory_sizes"):
+        lines += memory_markdown(summary["memory_sizes"])
+    if summary.get("memory_over_time"):
+        lines += long_markdown(summary["memory_over_time"])
+    if summary.get("cost"):
+        lines += cost_markdown(summary["cost"])
     return "\n".join(lines)
 
 
-COLOURS = {"rust": "#b7410e", "python": "#3572a5", "node": "#5fa04e"}
-FALLBACK = ["#b7410e", "#d9822b", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
+def memory_markdown(memory):
+    lines = [f"### At Lambda's memory sizes (a CPU quota per size, DynamoDB Local over {memory['transport'].upper()})", ""]
+    lines.append(
+        "| memory | CPU quota | implementation | init, wall (ms) | first invocation, wall (ms) | **cold total, wall (ms)** "
+        "| warm p50 (ms) | **warm p99 (ms)** | warm CPU (ms) | sustained invocations/s |"
+    )
+    lines.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for size, data in memory["sizes"].items():
+        share = f"{data['quota_us'] / memory['period_us']:.1%} (cgroup {data['cgroup']})" if data["quota_us"] else "none"
+        for name, f in data["figures"].items():
+            lines.append(
+                f"| {size} MB | {share} | {name} | {_fmt(f['init_wall_ms'])} | {_fmt(f['first_wall_ms'])} "
+                f"| {_fmt(f['cold_wall_ms'])} | {_fmt(f['warm_p50_ms'])} | {_fmt(f['warm_p99_ms'])} "
+                f"| {_fmt(f['warm_cpu_ms'])} | {_fmt(f['invocations_per_s'])} |"
+            )
+    lines.append("")
+    return lines
+
+
+def long_markdown(long):
+    lines = [f"### Memory over time (one process, warm invocations back to back, DynamoDB Local over {long['transport'].upper()})", ""]
+    lines.append("| implementation | peak RSS after 2,000 (MB) | peak RSS after N (MB) | N | growth per invocation (bytes) |")
+    lines.append("|---|---:|---:|---:|---:|")
+    for name, f in long["subjects"].items():
+        growth = f.get("growth_bytes_per_invocation")
+        lines.append(
+            f"| {name} | {_fmt(f['peak_rss_mb_after_2000'])} | {_fmt(f['peak_rss_mb_at_end'])} | {f['invocations']:,} "
+            f"| {'–' if growth is None else f'{growth:.1f}'} |"
+        )
+    lines.append("")
+    return lines
+
+
+def cost_markdown(cost):
+    p = cost["prices"]
+    lines = [f"### What a million creates cost ({p['region']}, prices as of {p['as_of']})", ""]
+    lines.append(
+        "| implementation | memory | billed ms, light | billed ms, busy | **arm64, light (USD)** | arm64, busy (USD) "
+        "| x86_64, light (USD) | x86_64, busy (USD) |"
+    )
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for row in cost["per_million_creates"]:
+        lines.append(
+            f"| {row['implementation']} | {row['memory_mb']} MB | {row['billed_ms_light']} | {_fmt(row['billed_ms_busy'])} "
+            f"| {row['arm64_usd_light']:.3f} | {row['arm64_usd_busy']:.3f} "
+            f"| {row['x86_64_usd_light']:.3f} | {row['x86_64_usd_busy']:.3f} |"
+        )
+    lines.append("")
+    lines.append(
+        f"Lambda compute (billed duration × memory × {p['lambda_gb_second_usd']['arm64']} USD per GB-second on arm64, "
+        f"{p['lambda_gb_second_usd']['x86_64']} on x86_64) plus {p['lambda_request_usd'] * 1e6:.2f} USD of requests, "
+        f"per million creates. The same for every implementation, not included: API Gateway HTTP API "
+        f"{cost['http_api_usd']:.2f} USD and DynamoDB on-demand writes {cost['dynamodb_usd']:.3f} USD per million. "
+        f"Billed duration: warm wall time under the CPU quota plus {cost['ddb_latency_ms']:g} ms assumed "
+        f"for DynamoDB in-region ({cost['ddb_latency_source']}), rounded up to 1 ms; *light*: the median invocation "
+        f"(an instance with requests now and then, each finding its CPU budget unspent); *busy*: the mean of "
+        f"back-to-back invocations (an instance kept busy, whose invocations now and then wait for the next "
+        f"quota period). Sources: "
+        + "; ".join(p["sources"].values())
+        + "."
+    )
+    lines.append("")
+    return lines
+
+
+COLOURS = {"rust": "#b7410e", "idiomatic": "#d9822b", "python": "#3572a5", "node": "#5fa04e"}
+FALLBACK = ["#b7410e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
 def svg(summary):
@@ -231,6 +458,73 @@ def svg(summary):
                 out.append(
                     f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" font-size="11">'
                     f"{_fmt(value)}</text>"
+                )
+                out.append(
+                    f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{top + chart_h + 14}" text-anchor="middle" '
+                    f'font-size="10" fill="#555">{label}</text>'
+                )
+            out.append(
+                f'<text x="{gx + bar_w * len(bars) / 2 - 2:.1f}" y="{top + chart_h + 32}" text-anchor="middle" '
+                f'font-weight="bold">{html.escape(name)}</text>'
+            )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def lambda_svg(summary):
+    """Two panels: the cold total (wall) at the smallest memory size
+    measured, under its CPU quota, and the Lambda cost of a million creates
+    at that size, per implementation."""
+    memory = summary["memory_sizes"]
+    size = min(memory["sizes"], key=int)
+    figures = memory["sizes"][size]["figures"]
+    names = list(figures)
+    colour = {n: COLOURS.get(n) or FALLBACK[i % len(FALLBACK)] for i, n in enumerate(names)}
+    costs = {r["implementation"]: r for r in summary.get("cost", {}).get("per_million_creates", []) if str(r["memory_mb"]) == size}
+    panels = [
+        (f"Cold start at {size} MB: init + first request, wall (ms)", [("init", "init_wall_ms"), ("total", "cold_wall_ms")], figures),
+        (f"Lambda cost per million creates at {size} MB, arm64 (USD)", [("light", "arm64_usd_light"), ("busy", "arm64_usd_busy")], costs),
+    ]
+    width, height, top, bottom, left = 920, 380, 70, 60, 20
+    panel_w = (width - 3 * left) / 2
+    data = memory["sizes"][size]
+    quota = f"CPU quota {data['quota_us'] / memory['period_us']:.1%} of a core" if data["quota_us"] else "no CPU quota"
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">'
+        f"plant-store at {size} MB ({quota}), DynamoDB Local over {memory['transport'].upper()}, lower is better</text>",
+        f'<text x="{width / 2}" y="42" text-anchor="middle" fill="#555">'
+        f"{html.escape(summary['machine']['os'] or '')}, {summary['machine']['cpus']} vCPU "
+        f"{summary['machine']['arch']}; {summary['started_utc']}; prices {summary.get('cost', {}).get('prices', {}).get('region', '')} "
+        f"{summary.get('cost', {}).get('prices', {}).get('as_of', '')}</text>",
+    ]
+    for p, (title, bars, values) in enumerate(panels):
+        shown = [n for n in names if n in values]
+        if not shown:
+            continue
+        x0 = left + p * (panel_w + left)
+        chart_h = height - top - bottom
+        peak = max(values[n][key] for n in shown for _, key in bars) or 1
+        out.append(f'<text x="{x0 + panel_w / 2}" y="{top - 8}" text-anchor="middle" font-weight="bold">{title}</text>')
+        out.append(f'<line x1="{x0}" y1="{top + chart_h}" x2="{x0 + panel_w}" y2="{top + chart_h}" stroke="#333"/>')
+        group_w = panel_w / len(shown)
+        bar_w = min(40, group_w / (len(bars) + 1))
+        for i, name in enumerate(shown):
+            gx = x0 + i * group_w + (group_w - bar_w * len(bars)) / 2
+            for j, (label, key) in enumerate(bars):
+                value = values[name][key]
+                h = max(1.0, chart_h * 0.85 * value / peak)
+                x, y = gx + j * bar_w, top + chart_h - h
+                opacity = "1" if j == len(bars) - 1 else "0.55"
+                text = f"{value:.3f}" if p == 1 else _fmt(value)
+                out.append(
+                    f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w - 4:.1f}" height="{h:.1f}" '
+                    f'fill="{colour[name]}" fill-opacity="{opacity}"/>'
+                )
+                out.append(
+                    f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" font-size="11">{text}</text>'
                 )
                 out.append(
                     f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{top + chart_h + 14}" text-anchor="middle" '

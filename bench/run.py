@@ -5,12 +5,18 @@ Runs the release binary as Lambda does, under a Runtime API emulator on
 loopback (bench/emulator.py), against DynamoDB Local over plain HTTP and
 over HTTPS through a TLS terminator with a throwaway CA
 (bench/tls_proxy.py), beside the same handler in Python (boto3) and in
-Node.js (@aws-sdk/client-dynamodb v3). Writes results.json, results.md and
-chart.svg into bench/results/ (or --out).
+Node.js (@aws-sdk/client-dynamodb v3) and in Rust the way the runtime's own
+examples write it (bench/peers/rust). Then the same at Lambda's memory
+sizes, each implementation inside a cgroup whose CPU quota is the share of
+a vCPU that size buys; a long warm run per implementation for its memory
+over time; and what a million creates cost. Writes results.json,
+results.md, chart.svg and lambda.svg into bench/results/ (or --out).
 
     python3 bench/run.py                 # the full benchmark
     python3 bench/run.py --smoke         # a few checked invocations of each implementation
     python3 bench/run.py --install-only  # the peers' dependencies, into .tools/bench/
+    python3 bench/run.py --memory 128 --long 5000   # a quicker run: one memory size, a short long run
+    python3 bench/run.py --memory none --long 0     # whole cores only, as before
     python3 bench/run.py --impl rust --transport https \\
         --rust 'before=/path/a,PLANTS_PREWARM=0' --rust 'after=/path/b'   # compare Rust builds
 
@@ -43,6 +49,10 @@ TOKEN_SHA256 = hashlib.sha256(TOKEN.encode()).hexdigest()
 TOOLS = os.path.join(REPO, ".tools", "bench")
 PY_VENV = os.path.join(TOOLS, "python")
 NODE_DIR = os.path.join(TOOLS, "node")
+RUST_PEER_DIR = os.path.join(HERE, "peers", "rust")
+RUST_PEER_TARGET = os.path.join(TOOLS, "rust-target")
+RUST_PEER_BIN = os.path.join(RUST_PEER_TARGET, "release", "plant-store-bench-rust-peer")
+IMPLS = ("rust", "idiomatic", "python", "node")
 PEERS = os.path.join(HERE, "peers")
 PLANT = {"name": "Monstera deliciosa", "tag": "aroid"}
 SYSTEM_BUNDLE = next((p for p in SYSTEM_BUNDLE_CANDIDATES if os.path.isfile(p)), None)
@@ -64,9 +74,59 @@ def _digest(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def install_peers(impls):
+def rust_peer_stamp():
+    """The idiomatic peer's build stamp, keyed on its manifest, lock file
+    and source."""
+    digest = hashlib.sha256()
+    for name in ("Cargo.toml", "Cargo.lock", os.path.join("src", "main.rs")):
+        digest.update(_digest(os.path.join(RUST_PEER_DIR, name)).encode())
+    return os.path.join(RUST_PEER_TARGET, ".stamp-" + digest.hexdigest()[:16])
+
+
+def rust_peer_built():
+    return os.path.exists(rust_peer_stamp()) and os.path.isfile(RUST_PEER_BIN)
+
+
+def build_rust_peer():
+    """Builds the idiomatic Rust peer (crates.io only, its own Cargo.lock)
+    into .tools/bench/rust-target, as its own workspace, with none of this
+    repository's cargo settings: cargo reads `.cargo/config.toml` from the
+    working directory upwards (not from the manifest's folder), so the build
+    runs in a scratch folder outside the repository, and the environment
+    loses any AWS_LC_SYS_* and CARGO_PROFILE_* settings. The first build
+    takes several minutes (the SDK's default features)."""
+    if rust_peer_built():
+        return
+    if shutil.which("cargo") is None:
+        fail("cargo is needed for the idiomatic Rust peer: install Rust with rustup")
+    log("building the idiomatic Rust peer into .tools/bench/rust-target (several minutes the first time)")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AWS_LC_SYS_", "CARGO_PROFILE_", "CARGO_BUILD_", "CARGO_ENCODED_RUSTFLAGS"))
+        and k not in ("RUSTFLAGS", "CARGO_TARGET_DIR")
+    }
+    outside = tempfile.mkdtemp(prefix="plant-store-peer-build-")
+    try:
+        subprocess.run(
+            ["nice", "-n", "10", "cargo", "build", "--release", "--locked",
+             "--manifest-path", os.path.join(RUST_PEER_DIR, "Cargo.toml"), "--target-dir", RUST_PEER_TARGET],
+            cwd=outside, env=env, check=True,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    for old in os.listdir(RUST_PEER_TARGET):
+        if old.startswith(".stamp-"):
+            os.remove(os.path.join(RUST_PEER_TARGET, old))
+    open(rust_peer_stamp(), "w").close()
+
+
+def install_peers(impls, build_rust=True):
     """Installs the peers' pinned dependencies into .tools/bench/ (PyPI and
-    npm only), once per change of their manifests."""
+    npm only), once per change of their manifests; builds the idiomatic
+    Rust peer unless `build_rust` is false."""
+    if "idiomatic" in impls and build_rust:
+        build_rust_peer()
     if "python" in impls:
         requirements = os.path.join(PEERS, "python", "requirements.txt")
         stamp = os.path.join(PY_VENV, ".stamp-" + _digest(requirements)[:16])
@@ -160,6 +220,17 @@ def rust_subject(name, binary, settings):
     return Subject(name, "rust", [os.path.abspath(binary)], env, certs, os.path.getsize(binary), "stripped binary")
 
 
+def stripped_size(binary):
+    """The size the binary would have stripped (as deployment tools strip
+    it); the file's own size when `strip` is missing."""
+    if shutil.which("strip") is None:
+        return os.path.getsize(binary)
+    with tempfile.TemporaryDirectory() as scratch:
+        out = os.path.join(scratch, "stripped")
+        subprocess.run(["strip", "-o", out, binary], check=True)
+        return os.path.getsize(out)
+
+
 def build_rust(profile):
     args = ["cargo", "build", "--bin", "plant-store"] + (["--release"] if profile == "release" else [])
     log("building: " + " ".join(args))
@@ -180,6 +251,19 @@ def subjects_for(args):
         else:
             binary = args.binary or build_rust("debug" if args.smoke else "release")
             subjects.append(rust_subject("rust", binary, []))
+    if "idiomatic" in args.impl:
+        if rust_peer_built():
+            subjects.append(
+                Subject(
+                    "idiomatic",
+                    "rust",
+                    [RUST_PEER_BIN],
+                    size=stripped_size(RUST_PEER_BIN),
+                    size_note="binary of the default release profile, stripped",
+                )
+            )
+        else:
+            print("skip idiomatic: the idiomatic Rust peer is not built (make bench builds it)", flush=True)
     if "python" in args.impl:
         site = os.path.join(PY_VENV, "lib")
         subjects.append(
@@ -283,21 +367,29 @@ class Run:
         self.client.create_table(name)
         return name
 
-    def process(self, subject, transport, table):
+    def process(self, subject, transport, table, quota=None):
         env = subject.environment(transport, self.endpoint(transport), self.certs, table)
         log_path = os.path.join(self.scratch, f"{subject.name}-{transport}.log")
-        return FunctionProcess(subject.argv, env, log_path)
+        if quota is None:
+            return FunctionProcess(subject.argv, env, log_path)
+        env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = str(quota.memory_mb)
+        # A quota is per period and the cgroup outlives its processes: let
+        # one period pass, so that a new process never starts on the rest
+        # of a budget its predecessor spent.
+        time.sleep(CGROUP_PERIOD_US / 1e6)
+        return FunctionProcess(subject.argv, env, log_path, preexec_fn=quota.enter)
 
 
-def cold_starts(run, subjects, transport, rounds, events):
+def cold_starts(run, subjects, transport, rounds, events, quota=None):
     """`rounds` fresh processes per subject, interleaved so that a change
-    of load on the machine touches every subject alike."""
+    of load on the machine touches every subject alike (inside `quota`'s
+    cgroup when given)."""
     samples = {s.name: [] for s in subjects}
     tables = {s.name: run.table(s, transport) for s in subjects}
     for i in range(rounds):
         order = subjects[i % len(subjects) :] + subjects[: i % len(subjects)]
         for subject in order:
-            fn = run.process(subject, transport, tables[subject.name])
+            fn = run.process(subject, transport, tables[subject.name], quota)
             try:
                 init_wall, init_cpu = fn.start()
                 response, wall, cpu = fn.invoke(events.create())
@@ -318,25 +410,28 @@ def cold_starts(run, subjects, transport, rounds, events):
                 fail(f"{subject.name} over {transport}: {err}; see {fn.log_path}")
             finally:
                 fn.stop()
-        log(f"  cold {transport}: round {i + 1}/{rounds}")
+        log(f"  cold {transport}{quota.label if quota else ''}: round {i + 1}/{rounds}")
     return samples
 
 
-def warm_run(run, subject, transport, count, events):
-    """One process: its cold start, then `count` sequential invocations."""
-    fn = run.process(subject, transport, run.table(subject, transport))
+def warm_run(run, subject, transport, count, events, quota=None):
+    """One process: its cold start, then `count` sequential invocations
+    (inside `quota`'s cgroup when given)."""
+    fn = run.process(subject, transport, run.table(subject, transport), quota)
     try:
         fn.start()
         check_created(subject, fn.invoke(events.create())[0])
         walls, cpus = [], []
         fn.api.wait_next()
         cpu_start, ticks_start = fn.cpu(), fn.user_sys_ticks()
+        window_start = time.perf_counter()
         for _ in range(count):
             response, wall, cpu = fn.invoke(events.create())
             check_created(subject, response)
             walls.append(wall / 1e6)
             cpus.append(cpu / 1e6)
         fn.api.wait_next()
+        window_s = time.perf_counter() - window_start
         cpu_total = fn.cpu() - cpu_start
         user, system = (end - start for end, start in zip(fn.user_sys_ticks(), ticks_start))
         return {
@@ -345,9 +440,194 @@ def warm_run(run, subject, transport, count, events):
             "cpu_per_invocation_ms": cpu_total / 1e6 / count,
             "system_share": system / (user + system) if user + system else None,
             "peak_rss_kib": fn.peak_rss_kib(),
+            # Back-to-back: the emulator hands over the next event as soon
+            # as the function asks for it.
+            "invocations_per_s": count / window_s,
         }
     except (FunctionDied, TimeoutError) as err:
         fail(f"{subject.name} over {transport}: {err}; see {fn.log_path}")
+    finally:
+        fn.stop()
+
+
+# ---- Lambda's memory sizes: a CPU quota per size ------------------------------
+
+LAMBDA_FULL_VCPU_MB = 1769  # the memory size that buys one full vCPU
+CGROUP_PERIOD_US = 100_000
+CGROUP_V1_CPU = "/sys/fs/cgroup/cpu"
+CGROUP_V2 = "/sys/fs/cgroup"
+
+
+class CpuQuota:
+    """A cgroup whose CPU quota is the share of one vCPU that Lambda gives
+    at `memory_mb` (memory / 1,769 MB of each 100 ms period): cgroup v2's
+    `cpu.max` or v1's `cpu.cfs_quota_us`, whichever the machine has. Each
+    function process moves itself in between fork and exec (`enter`), so
+    its pid, CPU clock and /proc figures stay its own."""
+
+    def __init__(self, memory_mb):
+        self.memory_mb = memory_mb
+        self.quota_us = round(CGROUP_PERIOD_US * memory_mb / LAMBDA_FULL_VCPU_MB)
+        self.label = f" at {memory_mb} MB"
+        self.path = self.version = None
+
+    def create(self):
+        """Makes the cgroup; returns None, or why it could not."""
+        name = f"plant-store-bench-{os.getpid()}-{self.memory_mb}"
+        errors = []
+        controllers = os.path.join(CGROUP_V2, "cgroup.controllers")
+        if os.path.isfile(controllers):
+            try:
+                with open(controllers) as f:
+                    if "cpu" not in f.read().split():
+                        raise OSError("the cgroup v2 hierarchy has no cpu controller")
+                with open(os.path.join(CGROUP_V2, "cgroup.subtree_control"), "w") as f:
+                    f.write("+cpu")
+                path = os.path.join(CGROUP_V2, name)
+                os.makedirs(path, exist_ok=True)
+                self.path, self.version = path, 2
+                with open(os.path.join(path, "cpu.max"), "w") as f:
+                    f.write(f"{self.quota_us} {CGROUP_PERIOD_US}")
+                return None
+            except OSError as err:
+                errors.append(f"cgroup v2: {err.strerror or err}")
+                self.remove()
+        if os.path.isfile(os.path.join(CGROUP_V1_CPU, "cpu.cfs_quota_us")):
+            try:
+                path = os.path.join(CGROUP_V1_CPU, name)
+                os.makedirs(path, exist_ok=True)
+                self.path, self.version = path, 1
+                with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
+                    f.write(str(CGROUP_PERIOD_US))
+                with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
+                    f.write(str(self.quota_us))
+                return None
+            except OSError as err:
+                errors.append(f"cgroup v1: {err.strerror or err}")
+                self.remove()
+        return "; ".join(errors) or "no cgroup v2 cpu controller and no cgroup v1 cpu hierarchy"
+
+    def enter(self):
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    def throttled(self):
+        """(periods throttled, total periods) so far, from cpu.stat."""
+        try:
+            with open(os.path.join(self.path, "cpu.stat")) as f:
+                stat = dict(line.split() for line in f if line.strip())
+            return int(stat.get("nr_throttled", 0)), int(stat.get("nr_periods", 0))
+        except (OSError, TypeError, ValueError):
+            return None, None
+
+    def remove(self):
+        if self.path is None:
+            return
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.1)  # a stopped process may not have left yet
+        self.path = self.version = None
+
+
+def memory_sizes(run, subjects, args, events):
+    """Per memory size: cold starts and a warm run of every subject inside
+    a cgroup with that size's CPU quota. Without a writable cgroup (not
+    root), one line says so and the figures are measured without a quota."""
+    transport = args.memory_transport
+    out = {"transport": transport, "period_us": CGROUP_PERIOD_US, "sizes": {}}
+    said = False
+    for memory_mb in args.memory:
+        quota = CpuQuota(memory_mb)
+        why_not = quota.create()
+        if why_not:
+            if not said:
+                print(f"no CPU quota ({why_not}): the memory sizes are measured without one", flush=True)
+                said = True
+            quota = None
+        try:
+            share = "no quota"
+            if quota:
+                share = f"quota {quota.quota_us} us per {CGROUP_PERIOD_US} us, cgroup v{quota.version}"
+            log(
+                f"{memory_mb} MB ({share}): {args.memory_cold} cold starts and "
+                f"{args.memory_warm} warm invocations per implementation"
+            )
+            cold = cold_starts(run, subjects, transport, args.memory_cold, events, quota)
+            warm = {}
+            for subject in subjects:
+                warm[subject.name] = warm_run(run, subject, transport, args.memory_warm, events, quota)
+            throttled, periods = quota.throttled() if quota else (None, None)
+            out["sizes"][str(memory_mb)] = {
+                "quota_us": quota.quota_us if quota else None,
+                "cgroup": f"v{quota.version}" if quota else None,
+                "no_quota_reason": why_not,
+                "throttled_periods": throttled,
+                "periods": periods,
+                "cold": cold,
+                "warm": warm,
+            }
+        finally:
+            if quota:
+                quota.remove()
+    return out
+
+
+# ---- memory over time -----------------------------------------------------------
+
+
+def rss_kib(pid):
+    """The resident set now (VmRSS), in KiB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
+
+
+def long_checkpoints(count):
+    marks = {1, 100, 1000, 2000, count} | {count * i // 10 for i in range(1, 10)}
+    return sorted(m for m in marks if 1 <= m <= count)
+
+
+def long_run(run, subject, transport, count, events):
+    """One process, `count` warm invocations back to back (each with a fresh
+    request and trace id, as the emulator sends), its peak and current RSS
+    read at checkpoints: a per-invocation leak shows as a peak that keeps
+    growing after the first thousands."""
+    fn = run.process(subject, transport, run.table(subject, transport))
+    marks = long_checkpoints(count)
+    checkpoints = []
+    try:
+        fn.start()
+        started, cpu_start = time.perf_counter(), fn.cpu()
+        for i in range(1, count + 1):
+            response, _, _ = fn.invoke(events.create())
+            if response.get("statusCode") != 200:
+                check_created(subject, response)
+            if i == marks[len(checkpoints)]:
+                checkpoints.append(
+                    {
+                        "invocations": i,
+                        "peak_rss_kib": fn.peak_rss_kib(),
+                        "rss_kib": rss_kib(fn.proc.pid),
+                        "elapsed_s": round(time.perf_counter() - started, 2),
+                    }
+                )
+                if i % max(1, count // 5) == 0:
+                    log(f"  long {subject.name}: {i}/{count}")
+        return {
+            "invocations": count,
+            "checkpoints": checkpoints,
+            "duration_s": time.perf_counter() - started,
+            "cpu_per_invocation_ms": (fn.cpu() - cpu_start) / 1e6 / count,
+        }
+    except (FunctionDied, TimeoutError) as err:
+        fail(f"{subject.name} long run over {transport}: {err}; see {fn.log_path}")
     finally:
         fn.stop()
 
@@ -360,7 +640,11 @@ def loadavg():
 def benchmark(args, subjects, scratch):
     results = {"transports": {}, "load": {"before": loadavg()}}
     events = Events(start=10_000_000)
-    with Run(scratch, args.transport) as run:
+    # The fixtures serve every transport any part of the run uses.
+    used = set(args.transport)
+    used |= {args.memory_transport} if args.memory else set()
+    used |= {args.long_transport} if args.long else set()
+    with Run(scratch, used) as run:
         log(f"warming DynamoDB Local's JVM with {args.ddb_warmup} writes")
         warm_table = "bench-jvm-warm-up"
         run.client.create_table(warm_table)
@@ -374,6 +658,16 @@ def benchmark(args, subjects, scratch):
                 warm[subject.name] = warm_run(run, subject, transport, args.warm, events)
             results["transports"][transport] = {"cold": cold, "warm": warm}
             results["load"][f"after_{transport}"] = loadavg()
+        if args.memory:
+            results["memory"] = memory_sizes(run, subjects, args, events)
+            results["load"]["after_memory"] = loadavg()
+        if args.long:
+            results["long"] = {"transport": args.long_transport, "subjects": {}}
+            for subject in subjects:
+                log(f"{args.long_transport}: {subject.name}: {args.long} warm invocations for memory over time")
+                long = long_run(run, subject, args.long_transport, args.long, events)
+                results["long"]["subjects"][subject.name] = long
+            results["load"]["after_long"] = loadavg()
     return results
 
 
@@ -418,6 +712,12 @@ def smoke(args, subjects, scratch):
                         ("create", events.create(), 200, PLANT),
                         ("create", events.create(), 200, PLANT),
                     ]
+                    if subject.name == "idiomatic":
+                        # serde_json refuses an unpaired surrogate escape as
+                        # a syntax error (40001), where plant-store reads a
+                        # well-formed but invalid value (40004): the bench
+                        # does not send one.
+                        cases = [case for case in cases if case[0] != "unpaired surrogate"]
                     for label, event, status, expected in cases:
                         response, _, _ = fn.invoke(event)
                         body = json.loads(response.get("body") or "null")
@@ -496,7 +796,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="a few checked invocations of each implementation")
     parser.add_argument("--install-only", action="store_true", help="install the peers' dependencies and stop")
-    parser.add_argument("--impl", default="rust,python,node", help="comma-separated: rust, python, node")
+    parser.add_argument("--impl", default=",".join(IMPLS), help="comma-separated: " + ", ".join(IMPLS))
     parser.add_argument("--transport", default="http,https", help="comma-separated: http, https")
     parser.add_argument("--cold", type=int, default=20, help="fresh processes per implementation (default 20)")
     parser.add_argument("--warm", type=int, default=2000, help="sequential warm invocations (default 2000)")
@@ -506,27 +806,67 @@ def parse_args(argv):
         "--rust", action="append", metavar="NAME=BINARY[,KEY=VALUE...]",
         help="a Rust build to measure, with extra environment; certs=dir|file picks the CA loading (repeatable)",
     )  # fmt: skip
+    parser.add_argument(
+        "--memory", default="128,256,512,1024,1769",
+        help="Lambda memory sizes (MB) to measure under their CPU quota, comma-separated; 'none' for none "
+             "(default 128,256,512,1024,1769)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-cold", type=int, default=10, help="fresh processes per implementation and size (default 10)"
+    )
+    parser.add_argument(
+        "--memory-warm", type=int, default=500, help="warm invocations per implementation and size (default 500)"
+    )
+    parser.add_argument("--memory-transport", default="https", help="transport of the memory-size runs (default https)")
+    parser.add_argument(
+        "--long", type=int, default=100_000,
+        help="warm invocations of one process per implementation, for memory over time; 0 for none (default 100000)",
+    )  # fmt: skip
+    parser.add_argument("--long-transport", default="http", help="transport of the long runs (default http)")
+    parser.add_argument(
+        "--ddb-latency-ms", type=float, default=report.DDB_LATENCY_MS,
+        help=f"assumed in-region DynamoDB latency added to billed durations (default {report.DDB_LATENCY_MS})",
+    )  # fmt: skip
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where results go")
     parser.add_argument("--label", default="", help="a note stored with the results")
     args = parser.parse_args(argv)
     args.impl = [x for x in args.impl.split(",") if x]
     args.transport = [x for x in args.transport.split(",") if x]
     for impl in args.impl:
-        if impl not in ("rust", "python", "node"):
+        if impl not in IMPLS:
             parser.error(f"unknown implementation {impl}")
     for transport in args.transport:
         if transport not in ("http", "https"):
             parser.error(f"unknown transport {transport}")
+    try:
+        args.memory = [] if args.memory in ("", "none") else [int(x) for x in args.memory.split(",") if x]
+    except ValueError:
+        parser.error("--memory takes memory sizes in MB, comma-separated, or none")
+    if any(not 128 <= m <= 10240 for m in args.memory):
+        parser.error("--memory sizes must be from 128 to 10240 MB, as Lambda's")
+    for transport in (args.memory_transport, args.long_transport):
+        if transport not in ("http", "https"):
+            parser.error(f"unknown transport {transport}")
+    if args.long < 0:
+        parser.error("--long must be 0 or more")
     if args.smoke:
         args.cold, args.warm = 1, 0
+        args.memory, args.long = [], 0
     if not args.smoke and (args.cold < 1 or args.warm < 1):
         parser.error("--cold and --warm must be at least 1")
+    if args.memory and (args.memory_cold < 1 or args.memory_warm < 1):
+        parser.error("--memory-cold and --memory-warm must be at least 1")
+
     return args
 
 
 def main(argv=None):
     args = parse_args(argv)
-    install_peers(args.impl)
+    # The smoke rebuilds the idiomatic peer only on a warm cache (a build
+    # already in .tools/bench/rust-target: seconds for a change of its
+    # source); its first build takes minutes and is left to make bench.
+    warm_cache = os.path.isdir(os.path.join(RUST_PEER_TARGET, "release"))
+    install_peers(args.impl, build_rust=not args.smoke or warm_cache)
     if args.install_only:
         return 0
     if shutil.which("java") is None:
@@ -545,7 +885,16 @@ def main(argv=None):
                 "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                 "duration_s": round(time.time() - started),
                 "command": " ".join(["python3", "bench/run.py", *map(scrub, argv or sys.argv[1:])]),
-                "settings": {"cold": args.cold, "warm": args.warm, "ddb_warmup": args.ddb_warmup},
+                "settings": {
+                    "cold": args.cold,
+                    "warm": args.warm,
+                    "ddb_warmup": args.ddb_warmup,
+                    "memory": args.memory,
+                    "memory_cold": args.memory_cold,
+                    "memory_warm": args.memory_warm,
+                    "long": args.long,
+                    "ddb_latency_ms": args.ddb_latency_ms,
+                },
                 "machine": machine(),
                 "subjects": {
                     s.name: {
@@ -568,8 +917,12 @@ def main(argv=None):
             f.write(report.markdown(summary))
         with open(os.path.join(args.out, "chart.svg"), "w") as f:
             f.write(report.svg(summary))
+        if summary.get("memory_sizes"):
+            with open(os.path.join(args.out, "lambda.svg"), "w") as f:
+                f.write(report.lambda_svg(summary))
         print(report.markdown(summary))
-        log(f"wrote results.json, results.md and chart.svg to {os.path.relpath(args.out)}")
+        svgs = "chart.svg and lambda.svg" if summary.get("memory_sizes") else "chart.svg"
+        log(f"wrote results.json, results.md, {svgs} to {os.path.relpath(args.out)}")
         return 0
     finally:
         if os.environ.get("BENCH_KEEP_SCRATCH"):
