@@ -434,4 +434,92 @@ if failures:
 print(f"{len(alarms)} alarms, 1 dashboard, {len(queries)} queries, {len(emitted)} metrics consistent")
 PY
 
+check "template.yaml custom domain: optional, off by default, every variant lints" \
+    "$tools/python" - template.yaml "$tools/cfn-lint" <<'PY'
+"""Checks the custom-domain part of template.yaml.
+
+- DomainName, CertificateArn and BasePath default to empty, and every
+  resource and output they bring is conditional on DomainName: nothing
+  changes when they are empty;
+- their patterns accept what API Gateway accepts (one or more mapping-key
+  segments) and refuse the mistakes (slashes at either end, an upper-case
+  or empty DNS label);
+- the API mapping maps the HTTP API's stage, with the key only when BasePath
+  is set;
+- the template lints with cfn-lint once with the domain on (with and without
+  a base path), not only with its empty defaults.
+"""
+import re
+import subprocess
+import sys
+import tempfile
+
+from cfnlint.decode import decode
+
+path, cfn_lint = sys.argv[1], sys.argv[2]
+template, errors = decode(path)
+if errors:
+    sys.exit("\n".join(str(e) for e in errors))
+failures = []
+params = template["Parameters"]
+for name in ("DomainName", "CertificateArn", "BasePath"):
+    if params.get(name, {}).get("Default") != "":
+        failures.append(f"parameter {name} must exist and default to empty")
+conditions = template["Conditions"]
+if conditions.get("HasCustomDomain") != {"Fn::Not": [{"Fn::Equals": [{"Ref": "DomainName"}, ""]}]}:
+    failures.append("HasCustomDomain must be: DomainName is not empty")
+if conditions.get("HasBasePath") != {"Fn::Not": [{"Fn::Equals": [{"Ref": "BasePath"}, ""]}]}:
+    failures.append("HasBasePath must be: BasePath is not empty")
+
+domain_types = {"AWS::ApiGatewayV2::DomainName", "AWS::ApiGatewayV2::ApiMapping"}
+domain_resources = {n: r for n, r in template["Resources"].items() if r["Type"] in domain_types}
+if sorted(r["Type"] for r in domain_resources.values()) != sorted(domain_types):
+    failures.append(f"expected one domain name and one API mapping, found {sorted(domain_resources)}")
+for name, resource in domain_resources.items():
+    if resource.get("Condition") != "HasCustomDomain":
+        failures.append(f"{name} must have Condition: HasCustomDomain")
+for name, output in template["Outputs"].items():
+    if "Domain" in name and output.get("Condition") != "HasCustomDomain":
+        failures.append(f"output {name} must have Condition: HasCustomDomain")
+mapping = next((r["Properties"] for r in domain_resources.values() if r["Type"].endswith("ApiMapping")), {})
+if mapping.get("ApiId") != {"Ref": "PlantsApi"} or mapping.get("Stage") != {"Ref": "PlantsApi.Stage"}:
+    failures.append("the API mapping must map PlantsApi's own stage")
+if mapping.get("ApiMappingKey") != {"Fn::If": ["HasBasePath", {"Ref": "BasePath"}, {"Ref": "AWS::NoValue"}]}:
+    failures.append("the API mapping key must be BasePath, and absent when BasePath is empty")
+
+cases = {
+    "BasePath": (["", "v1", "orders/v1", "a.b_c~d-e/2"], ["/v1", "v1/", "orders//v1", "v 1", "v1?x"]),
+    "DomainName": (["", "api.example.com", "a-b.example.co.uk"], ["API.example.com", "api..example.com", "-a.example.com", "localhost", "api.example.com."]),
+    "CertificateArn": (["", "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666"], ["arn:aws:iam::123456789012:role/x", "certificate"]),
+}
+for name, (good, bad) in cases.items():
+    pattern = re.compile(params[name]["AllowedPattern"])
+    for value in good:
+        if not pattern.fullmatch(value):
+            failures.append(f"{name} pattern refuses {value!r}")
+    for value in bad:
+        if pattern.fullmatch(value):
+            failures.append(f"{name} pattern accepts {value!r}")
+
+# cfn-lint reads defaults; lint the variants with the domain on, too.
+text = open(path, encoding="utf-8").read()
+for base_path in ("orders/v1", ""):
+    variant = text
+    for name, value in (("DomainName", "api.example.com"),
+                        ("CertificateArn", "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666"),
+                        ("BasePath", base_path)):
+        variant, count = re.subn(rf"(\n  {name}:\n(?:    .*\n)*?    Default: )''", rf"\g<1>'{value}'", variant, count=1)
+        if count != 1:
+            failures.append(f"could not set the default of {name} for the lint variant")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(variant)
+    result = subprocess.run([cfn_lint, f.name], capture_output=True, text=True)
+    if result.returncode != 0:
+        failures.append(f"cfn-lint with DomainName set and BasePath {base_path!r}:\n{result.stdout}{result.stderr}")
+
+if failures:
+    sys.exit("\n".join(failures))
+print("custom domain: 3 optional parameters, 2 conditional resources, 3 conditional outputs, 2 variants lint")
+PY
+
 echo "check_deploy: all checks passed"
