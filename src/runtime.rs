@@ -64,15 +64,11 @@ pub struct RuntimeApi {
 }
 
 impl RuntimeApi {
-    /// At `AWS_LAMBDA_RUNTIME_API` (`host:port`), as Lambda sets it.
+    /// At `AWS_LAMBDA_RUNTIME_API`.
     pub fn from_env() -> Result<Self, StartError> {
         const NAME: &str = "AWS_LAMBDA_RUNTIME_API";
         let address = std::env::var(NAME).map_err(|_| StartError::Missing(NAME))?;
-        let endpoint = Uri::try_from(format!("http://{address}")).map_err(|_| StartError::Invalid(NAME))?;
-        match endpoint.host() {
-            Some(host) if !host.is_empty() => Ok(Self::new(endpoint)),
-            _ => Err(StartError::Invalid(NAME)),
-        }
+        endpoint(&address).map(Self::new).ok_or(StartError::Invalid(NAME))
     }
 
     pub fn new(endpoint: Uri) -> Self {
@@ -130,6 +126,20 @@ impl RuntimeApi {
         }
         Ok(())
     }
+}
+
+/// Lambda sets `host:port`; emulators such as `cargo lambda watch` set a
+/// whole URL with a base path (`http://127.0.0.1:9000/.rt`), which the
+/// runtime's client also accepts.
+fn endpoint(address: &str) -> Option<Uri> {
+    let url = if address.contains("://") {
+        address.to_owned()
+    } else {
+        format!("http://{address}")
+    };
+    Uri::try_from(url)
+        .ok()
+        .filter(|uri| uri.host().is_some_and(|host| !host.is_empty()))
 }
 
 /// The contract of the function's environment, read once (`lambda_runtime`'s
@@ -236,4 +246,27 @@ where
 fn json(diagnostic: &Diagnostic) -> Vec<u8> {
     // Two strings cannot fail to serialize; the fallback keeps this panic-free.
     serde_json::to_vec(diagnostic).unwrap_or_else(|_| br#"{"errorType":"Runtime.Unknown"}"#.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_api_is_found_as_lambda_and_as_emulators_name_it() {
+        for (address, expected) in [
+            ("127.0.0.1:9001", Some("http://127.0.0.1:9001/")),
+            ("169.254.100.1:9001", Some("http://169.254.100.1:9001/")),
+            ("http://127.0.0.1:9000/.rt", Some("http://127.0.0.1:9000/.rt")),
+            ("", None),
+            ("http://", None),
+            ("not a host", None),
+        ] {
+            assert_eq!(
+                endpoint(address).map(|uri| uri.to_string()).as_deref(),
+                expected,
+                "{address:?}"
+            );
+        }
+    }
 }
