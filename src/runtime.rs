@@ -40,7 +40,7 @@ use lambda_runtime_api_client::body::Body as ApiBody;
 use lambda_runtime_api_client::{PooledClient, build_request};
 use tokio::task::JoinSet;
 
-use crate::{envelope, trace};
+use crate::{envelope, telemetry, trace};
 
 const API_PREFIX: &str = "/2018-06-01/runtime";
 const REQUEST_ID: &str = "lambda-runtime-aws-request-id";
@@ -303,7 +303,13 @@ where
         let trace_id = headers
             .get(TRACE_ID)
             .map(|value| String::from_utf8_lossy(value.as_bytes()));
-        let span = tracing::info_span!("invocation", request_id, xray_trace_id = trace_id.as_deref());
+        // Lines written while this invocation is served carry its ids, as
+        // its request line does (the trace id's root, the id X-Ray shows).
+        let span = tracing::info_span!(
+            "invocation",
+            request_id,
+            xray_trace_id = trace_id.as_deref().and_then(telemetry::trace_root)
+        );
         let answer = trace::scope(
             trace_id.as_deref(),
             invoke(config, &headers, request_id, &payload, handler),

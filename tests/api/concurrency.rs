@@ -212,6 +212,11 @@ async fn check_the_built_function(workers: usize) {
         let mine = lines_of(&lines, &invocation.id);
         assert_eq!(mine.len(), 1, "{}: {mine:#?}", invocation.id);
         assert_eq!(mine[0]["xray_trace_id"], invocation.trace_root());
+        // Written inside the invocation's span, which any other line of it shares.
+        assert_eq!(
+            mine[0]["span"],
+            json!({ "name": "invocation", "request_id": invocation.id, "xray_trace_id": invocation.trace_root() })
+        );
         let documents: Vec<&Value> = lines
             .iter()
             .filter(|line| line["_aws"].is_object() && line["function_request_id"] == invocation.id)
