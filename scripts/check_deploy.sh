@@ -604,8 +604,8 @@ a = {k: v for k, v in classic.get("Properties", {}).items() if k not in OWN}
 b = {k: v for k, v in managed.get("Properties", {}).items() if k not in OWN}
 if a != b:
     fail(f"the two functions differ beyond {sorted(OWN)}: {sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))}")
-if classic.get("Metadata", {}).get("BuildMethod") != managed.get("Metadata", {}).get("BuildMethod"):
-    fail("the two functions must have the same BuildMethod (sam build then builds once)")
+if classic.get("Metadata") != managed.get("Metadata"):
+    fail("the two functions must have the same Metadata: sam build builds them once only then")
 for name, function in (("PlantsFunction", classic), ("PlantsManagedFunction", managed)):
     for key in ("ProvisionedConcurrencyConfig", "VpcConfig", "ReservedConcurrentExecutions", "Events"):
         if key in function.get("Properties", {}):
