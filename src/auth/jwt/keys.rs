@@ -11,6 +11,11 @@ use lambda_http::tracing;
 use super::fetch::{ClientError, FetchError, FetchUrl, Fetched, JwksFetcher, JwksSource};
 use super::jwks::VerifyingKey;
 
+/// How soon a failed fetch of the keys is tried again: the second the 503's
+/// `Retry-After` announces (`error::RETRY_AFTER_SECONDS`, which a test there
+/// holds equal), so that a client that waits as told finds a fresh attempt.
+pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+
 /// How the key cache talks to the issuer. `Default` is the production
 /// policy; tests shorten the intervals rather than sleep through them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +48,7 @@ impl Default for JwksPolicy {
     fn default() -> Self {
         Self {
             refresh_interval: Duration::from_secs(10),
-            retry_interval: Duration::from_secs(u64::from(crate::error::RETRY_AFTER_SECONDS)),
+            retry_interval: RETRY_INTERVAL,
             default_ttl: Duration::from_secs(10 * 60),
             min_ttl: Duration::from_secs(60),
             max_ttl: Duration::from_secs(60 * 60),

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use self::fetch::JwksSource;
 pub use self::fetch::{ClientError, FetchUrl};
-pub use self::keys::JwksPolicy;
+pub use self::keys::{JwksPolicy, RETRY_INTERVAL};
 use self::keys::{KeyCache, Lookup};
 
 /// The scope a token needs when `PLANTS_JWT_SCOPE` is not set.
