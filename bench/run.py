@@ -190,6 +190,9 @@ class Subject:
             env["SSL_CERT_FILE"] = SYSTEM_BUNDLE
         if transport == "https":
             if self.kind == "rust":
+                # AWS_CA_BUNDLE for builds that trust only the CAs they are
+                # given (src/sdk.rs), SSL_CERT_FILE for earlier builds.
+                env["AWS_CA_BUNDLE"] = certs["ca"]
                 env["SSL_CERT_FILE"] = certs["bundle"]
                 if self.certs == "dir":
                     # What rustls-native-certs does with no variable set:

@@ -11,6 +11,7 @@ pub mod handler;
 pub mod logging;
 pub mod plant;
 pub mod runtime;
+pub mod sdk;
 pub mod store;
 pub mod telemetry;
 pub mod trace;

@@ -2,11 +2,11 @@
 
 use std::time::Instant;
 
-use aws_config::BehaviorVersion;
 use lambda_http::{Error, tracing};
 use plant_store::config::Config;
 use plant_store::handler::App;
 use plant_store::runtime::{self, Concurrency, RuntimeApi};
+use plant_store::sdk::{self, Trust};
 use plant_store::store::{DynamoStore, with_budgets};
 use plant_store::telemetry::{Stdout, Telemetry};
 use plant_store::trace::TraceHeader;
@@ -30,21 +30,27 @@ fn main() -> Result<(), Error> {
 async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<(), Error> {
     // Our own settings first: their message is the one a deployer needs.
     let api = RuntimeApi::from_env(concurrency.unwrap_or(Concurrency::ONE));
-    let (api, config, function, concurrency) = match (
+    let (api, config, trust, function, concurrency) = match (
         api,
         Config::from_env(),
+        Trust::from_env(),
         runtime::function_config_from_env(),
         concurrency,
     ) {
-        (Ok(api), Ok(config), Ok(function), Ok(concurrency)) => (api, config, function, concurrency),
+        (Ok(api), Ok(config), Ok(trust), Ok(function), Ok(concurrency)) => {
+            (api, config, trust, function, concurrency)
+        }
         (api, Err(err), ..) => refuse_to_start(api.ok().as_ref(), &err).await,
+        (api, _, Err(err), ..) => refuse_to_start(api.ok().as_ref(), &err).await,
         (Err(err), ..) => refuse_to_start(None, &err).await,
-        (Ok(api), _, Err(err), _) | (Ok(api), _, _, Err(err)) => refuse_to_start(Some(&api), &err).await,
+        (Ok(api), _, _, Err(err), _) | (Ok(api), _, _, _, Err(err)) => {
+            refuse_to_start(Some(&api), &err).await
+        }
     };
 
     // Built once; every invocation reuses its connection pool. Its requests
     // carry their invocation's trace header (trace.rs).
-    let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    let sdk_config = sdk::load(&trust).await;
     let client = aws_sdk_dynamodb::Client::from_conf(
         with_budgets((&sdk_config).into())
             .interceptor(TraceHeader)

@@ -1,0 +1,234 @@
+//! The AWS SDK's configuration, built once at start, and the certificate
+//! authorities its connections trust.
+//!
+//! The SDK's default HTTP client trusts the platform's CA bundle, which it
+//! reads and parses at every start: about 150 certificates, over half of
+//! the instructions a cold start executes (docs/performance.md). Every AWS
+//! service endpoint chains to Amazon Trust Services, so the DynamoDB client
+//! trusts those five roots, compiled in (`amazon-trust-services.pem`), and
+//! nothing else: a start parses five certificates, and no other authority
+//! can vouch for a DynamoDB endpoint. `AWS_CA_BUNDLE`, the variable the
+//! other AWS SDKs and the CLI read, replaces them with a PEM file of the
+//! deployer's choosing: the platform's bundle, a TLS-inspecting proxy's CA,
+//! or a local endpoint's. Validation itself is the SDK's, unchanged.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use aws_config::environment::EnvironmentVariableCredentialsProvider;
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
+use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
+use aws_smithy_http_client::{Builder, ConnectorBuilder, proxy::ProxyConfig};
+use rustls::RootCertStore;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+
+/// Names a PEM file whose certificates replace the built-in roots.
+pub const CA_BUNDLE: &str = "AWS_CA_BUNDLE";
+
+/// The roots of Amazon Trust Services, which AWS endpoints chain to.
+const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("amazon-trust-services.pem");
+
+/// The certificate authorities the SDK's connections trust.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trust {
+    /// Amazon Trust Services' roots, compiled in.
+    AmazonTrustServices,
+    /// The certificates of the file `AWS_CA_BUNDLE` names, read at start.
+    Bundle { path: PathBuf, pem: Vec<u8> },
+}
+
+/// Why `AWS_CA_BUNDLE` cannot be used.
+#[derive(Debug)]
+pub enum TrustError {
+    Unreadable(PathBuf, std::io::Error),
+    NoCertificate(PathBuf),
+    NotAnAuthority(PathBuf),
+}
+
+impl fmt::Display for TrustError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unreadable(path, err) => {
+                write!(
+                    f,
+                    "{CA_BUNDLE} names {}, which cannot be read: {err}",
+                    path.display()
+                )
+            }
+            Self::NoCertificate(path) => {
+                write!(
+                    f,
+                    "{CA_BUNDLE} names {}, which holds no PEM certificate",
+                    path.display()
+                )
+            }
+            Self::NotAnAuthority(path) => write!(
+                f,
+                "{CA_BUNDLE} names {}, which holds a certificate that cannot be a trust anchor",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TrustError {}
+
+impl Trust {
+    /// `AWS_CA_BUNDLE` if set (and not empty), else the built-in roots.
+    pub fn from_env() -> Result<Self, TrustError> {
+        match std::env::var_os(CA_BUNDLE) {
+            Some(path) if !path.is_empty() => Self::bundle(path.into()),
+            _ => Ok(Self::AmazonTrustServices),
+        }
+    }
+
+    /// The file at `path`, checked now: the SDK parses the certificates
+    /// again when it first connects and panics on any it cannot use.
+    pub fn bundle(path: PathBuf) -> Result<Self, TrustError> {
+        let pem = match std::fs::read(&path) {
+            Ok(pem) => pem,
+            Err(err) => return Err(TrustError::Unreadable(path, err)),
+        };
+        match authorities(&pem) {
+            Ok(0) => Err(TrustError::NoCertificate(path)),
+            Ok(_) => Ok(Self::Bundle { path, pem }),
+            Err(()) => Err(TrustError::NotAnAuthority(path)),
+        }
+    }
+
+    fn pem(&self) -> &[u8] {
+        match self {
+            Self::AmazonTrustServices => AMAZON_TRUST_SERVICES,
+            Self::Bundle { pem, .. } => pem,
+        }
+    }
+}
+
+/// How many certificates `pem` holds, each usable as a trust anchor, read
+/// as the SDK reads them.
+fn authorities(pem: &[u8]) -> Result<usize, ()> {
+    let mut roots = RootCertStore::empty();
+    for certificate in CertificateDer::pem_slice_iter(pem) {
+        roots.add(certificate.map_err(|_| ())?).map_err(|_| ())?;
+    }
+    Ok(roots.len())
+}
+
+/// The SDK's shared configuration, as `aws_config::load_defaults` builds
+/// it, with an HTTP client that trusts `trust`.
+pub async fn load(trust: &Trust) -> SdkConfig {
+    let store = TrustStore::empty().with_pem_certificate(trust.pem().to_vec());
+    // Only the additional server names of a context can fail to build, and
+    // it has none; the SDK's own default context is the fallback.
+    let context = TlsContext::builder()
+        .with_trust_store(store)
+        .build()
+        .unwrap_or_default();
+    // The connector the SDK's default client builds (aws-smithy-runtime's
+    // `default_https_client`), with our TLS context.
+    let http_client = Builder::new().build_with_connector_fn(move |settings, components| {
+        let mut connector = ConnectorBuilder::default()
+            .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
+            .tls_context(context.clone());
+        connector.set_connector_settings(settings.cloned());
+        if let Some(components) = components {
+            connector.set_sleep_impl(components.sleep_impl());
+        }
+        connector.set_proxy_config(Some(ProxyConfig::from_env()));
+        connector.build()
+    });
+    let mut loader = aws_config::defaults(BehaviorVersion::latest()).http_client(http_client);
+    if credentials_in_environment() {
+        // Lambda hands the execution role's credentials over in these
+        // variables, which the default chain reads first; naming their
+        // provider skips building the rest of the chain (an STS client for
+        // web identity, the container and instance providers), a tenth of
+        // a cold start's instructions. Without them, the default chain.
+        loader = loader.credentials_provider(EnvironmentVariableCredentialsProvider::new());
+    }
+    loader.load().await
+}
+
+/// What the SDK's environment provider needs: both keys, not blank.
+fn credentials_in_environment() -> bool {
+    ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+        .iter()
+        .all(|name| std::env::var(name).is_ok_and(|value| !value.trim().is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha2::{Digest, Sha256};
+
+    #[test]
+    fn the_built_in_roots_are_amazon_trust_services_five_unchanged() {
+        let fingerprints: Vec<String> = CertificateDer::pem_slice_iter(AMAZON_TRUST_SERVICES)
+            .map(|certificate| hex::encode_upper(Sha256::digest(certificate.unwrap().as_ref())))
+            .collect();
+        assert_eq!(
+            fingerprints,
+            [
+                // Amazon Root CA 1 to 4, Starfield Services Root Certificate Authority - G2.
+                "8ECDE6884F3D87B1125BA31AC3FCB13D7016DE7F57CC904FE1CB97C6AE98196E",
+                "1BA5B2AA8C65401A82960118F80BEC4F62304D83CEC4713A19C39C011EA46DB4",
+                "18CE6CFE7BF14E60B2E347B8DFE868CB31D02EBB3ADA271569F50343B46DB3A4",
+                "E35D28419ED02025CFA69038CD623962458DA5C695FBDEA3C22B0BFB25897092",
+                "568D6905A2C88708A4B3025190EDCFEDB1974A606A13C6E5290FCB2AE63EDAB5",
+            ]
+        );
+        assert_eq!(authorities(AMAZON_TRUST_SERVICES), Ok(5));
+    }
+
+    fn written(name: &str, contents: &[u8]) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("plant-store-{}-{name}", std::process::id()));
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_bundle_of_certificates_replaces_the_built_in_roots() {
+        let path = written("bundle.pem", AMAZON_TRUST_SERVICES);
+        let trust = Trust::bundle(path.clone()).unwrap();
+        assert_eq!(trust.pem(), AMAZON_TRUST_SERVICES);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_bundle_that_cannot_serve_refuses_to_start_naming_the_variable_and_file() {
+        let missing = std::env::temp_dir().join("plant-store-no-such-bundle.pem");
+        let err = Trust::bundle(missing.clone()).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "AWS_CA_BUNDLE names {}, which cannot be read: ",
+                missing.display()
+            )),
+            "{err}"
+        );
+
+        let empty = written("empty.pem", b"# no certificate here\n");
+        assert_eq!(
+            Trust::bundle(empty.clone()).unwrap_err().to_string(),
+            format!(
+                "AWS_CA_BUNDLE names {}, which holds no PEM certificate",
+                empty.display()
+            )
+        );
+        std::fs::remove_file(empty).unwrap();
+
+        let garbage = written(
+            "garbage.pem",
+            b"-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n",
+        );
+        assert_eq!(
+            Trust::bundle(garbage.clone()).unwrap_err().to_string(),
+            format!(
+                "AWS_CA_BUNDLE names {}, which holds a certificate that cannot be a trust anchor",
+                garbage.display()
+            )
+        );
+        std::fs::remove_file(garbage).unwrap();
+    }
+}
