@@ -261,7 +261,7 @@ print(f"{len(codes)} error codes, all responses and examples consistent")
 PY
 
 check "template.yaml monitoring: tracing, alarms, dashboard, queries, least privilege" \
-    "$tools/python" - template.yaml src/telemetry.rs docs/operations.md <<'PY'
+    "$tools/python" - template.yaml src/telemetry/emf.rs docs/operations.md <<'PY'
 """Checks the monitoring part of template.yaml against the code and the runbook.
 
 - active tracing, and the role grants exactly the two X-Ray writes it needs
@@ -271,7 +271,7 @@ check "template.yaml monitoring: tracing, alarms, dashboard, queries, least priv
   alarm and on recovery, treating missing data as fine, with the documented
   threshold parameters, and a description that links an existing heading of
   docs/operations.md;
-- our alarms and dashboard name only metrics src/telemetry.rs emits, in the
+- our alarms and dashboard name only metrics src/telemetry/emf.rs emits, in the
   namespace and with the service dimension the function is given;
 - the dashboard body is JSON with the documented widgets and every alarm;
 - every saved Logs Insights query is in docs/operations.md, word for word;
@@ -330,7 +330,7 @@ if any(a.startswith("cloudwatch:") for a in granted):
 # 2. the metrics the code emits, where the function sends them
 emitted = set(re.findall(r'(?:count|ms)\("([A-Za-z]+)"', telemetry))
 if len(emitted) != 10:
-    fail(f"src/telemetry.rs: expected 10 metric names, found {sorted(emitted)}")
+    fail(f"src/telemetry/emf.rs: expected 10 metric names, found {sorted(emitted)}")
 env = function["Environment"]["Variables"]
 namespace = env.get("POWERTOOLS_METRICS_NAMESPACE")
 if env.get("POWERTOOLS_SERVICE_NAME") != REF_STACK:
