@@ -490,7 +490,7 @@ def concurrency_markdown(c):
         "",
         (
             "| implementation | concurrency | **creates/s** | p50 (ms) | **p99 (ms)** | **CPU per invocation (ms)** "
-            "| peak RSS (MB) | machine CPU: function / emulator / store proxy / DynamoDB Local |"
+            "| peak RSS (MB) | CPU share of the machine: function / all processes / emulator / store proxy / DynamoDB Local |"
         ),
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -504,9 +504,10 @@ def concurrency_markdown(c):
     lines.append("")
     lines.append(
         "One process per row, given the concurrency as Lambda Managed Instances does; the emulator keeps that many "
-        "creates in flight (a closed loop). Machine CPU: each process's share of all the machine's vCPUs over the "
-        "window; where the harness uses most of what the function leaves, the rate is the harness's limit, and CPU "
-        "per invocation is the figure that carries over."
+        "creates in flight (a closed loop). CPU share: of all the machine's vCPUs over the window, for the function, "
+        "for every process on the machine together (other work included), and for the harness's parts; where the "
+        "machine is near 100 %, the rate is the machine's limit, not the function's, and CPU per invocation is the "
+        "figure that carries over."
     )
     lines.append("")
     return lines

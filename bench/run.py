@@ -624,6 +624,13 @@ def memory_sizes(run, subjects, args, events):
 # ---- throughput per execution environment, as on Lambda Managed Instances ---------
 
 
+def machine_busy_s():
+    """CPU seconds all processes have used on the machine, from /proc/stat."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def proc_cpu_ns(pid):
     try:
         return cpu_ns(pid)
@@ -657,8 +664,12 @@ def concurrency_run(run, subject, transport, concurrency, count, events):
     window, so that the CPU clock readings frame it exactly."""
     fn = run.process(subject, transport, run.table(subject, transport), concurrency=concurrency)
     store = run.store(transport)
-    others = {"emulator": lambda: time.process_time_ns(), "store proxy": lambda: proc_cpu_ns(store.proc.pid),
-              "DynamoDB Local": lambda: proc_cpu_ns(run.ddb.proc.pid)}  # fmt: skip
+    others = {
+        "machine, all processes": lambda: machine_busy_s() * 1e9,
+        "emulator": time.process_time_ns,
+        "store proxy": lambda: proc_cpu_ns(store.proc.pid),
+        "DynamoDB Local": lambda: proc_cpu_ns(run.ddb.proc.pid),
+    }
     try:
         fn.start()
         try:
