@@ -588,7 +588,7 @@ def cost_markdown(cost):
         f"for DynamoDB in-region ({cost['ddb_latency_source']}), rounded up to 1 ms; *light*: the median invocation "
         f"(an instance with requests now and then, each finding its CPU budget unspent); *busy*: the mean of "
         f"back-to-back invocations (an instance kept busy, whose invocations now and then wait for the next "
-        f"quota period). Sources: " + "; ".join(p["sources"].values()) + "."
+        f"quota period). Sources: " + "; ".join(v for k, v in p["sources"].items() if k != "managed_instances") + "."
     )
     lines.append("")
     return lines
