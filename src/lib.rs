@@ -14,3 +14,4 @@ pub mod plant;
 pub mod runtime;
 pub mod store;
 pub mod telemetry;
+pub mod trace;

@@ -34,12 +34,21 @@ where
 /// The JSON subscriber `init` installs, for tests that read its lines. The
 /// event's fields are top-level keys, as Powertools writes them (`service`,
 /// `cold_start`, `function_request_id`, …), not nested under `fields`, so
-/// that CloudWatch Logs Insights queries name them directly.
+/// that CloudWatch Logs Insights queries name them directly. A line written
+/// while an invocation is served also carries that invocation's ids under
+/// `span` (the span `runtime.rs` opens), which tells lines apart when
+/// invocations run at once; the list of enclosing spans is left out, as it
+/// would only repeat them.
 pub fn json_subscriber<W>(level: Option<&str>, writer: W) -> impl Subscriber + Send + Sync + 'static
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
-    builder(level, writer).json().flatten_event(true).finish()
+    builder(level, writer)
+        .json()
+        .flatten_event(true)
+        .with_current_span(true)
+        .with_span_list(false)
+        .finish()
 }
 
 type Builder<W> = fmt::SubscriberBuilder<

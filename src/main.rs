@@ -6,32 +6,50 @@ use aws_config::BehaviorVersion;
 use lambda_http::{Error, tracing};
 use plant_store::config::Config;
 use plant_store::handler::App;
-use plant_store::runtime::{self, RuntimeApi};
+use plant_store::runtime::{self, Concurrency, RuntimeApi};
 use plant_store::store::{DynamoStore, with_budgets};
 use plant_store::telemetry::{Stdout, Telemetry};
+use plant_store::trace::TraceHeader;
 
-/// One thread: Lambda sends one event at a time, and a single-threaded
-/// runtime spends no CPU handing wake-ups between worker threads (measured
-/// in docs/performance.md: about a fifth less CPU per warm invocation).
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Error> {
+fn main() -> Result<(), Error> {
     plant_store::logging::init();
+    let concurrency = Concurrency::from_env();
+    // One invocation at a time (classic Lambda): one thread, which spends
+    // no CPU handing wake-ups between worker threads (about a fifth less
+    // CPU per warm invocation, docs/performance.md). Several at once
+    // (Managed Instances): a thread per vCPU the environment has.
+    let runtime = match concurrency {
+        Ok(concurrency) if concurrency.is_concurrent() => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build()?;
+    runtime.block_on(start(concurrency))
+}
 
+async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<(), Error> {
     // Our own settings first: their message is the one a deployer needs.
-    let (api, config, function) = match (
-        RuntimeApi::from_env(),
+    let api = RuntimeApi::from_env(concurrency.unwrap_or(Concurrency::ONE));
+    let (api, config, function, concurrency) = match (
+        api,
         Config::from_env(),
         runtime::function_config_from_env(),
+        concurrency,
     ) {
-        (Ok(api), Ok(config), Ok(function)) => (api, config, function),
-        (api, Err(err), _) => refuse_to_start(api.ok().as_ref(), &err).await,
+        (Ok(api), Ok(config), Ok(function), Ok(concurrency)) => (api, config, function, concurrency),
+        (api, Err(err), ..) => refuse_to_start(api.ok().as_ref(), &err).await,
         (Err(err), ..) => refuse_to_start(None, &err).await,
-        (Ok(api), _, Err(err)) => refuse_to_start(Some(&api), &err).await,
+        (Ok(api), _, Err(err), _) | (Ok(api), _, _, Err(err)) => refuse_to_start(Some(&api), &err).await,
     };
 
-    // Built once; every invocation reuses its connection pool.
+    // Built once; every invocation reuses its connection pool. Its requests
+    // carry their invocation's trace header (trace.rs).
     let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
-    let client = aws_sdk_dynamodb::Client::from_conf(with_budgets((&sdk_config).into()).build());
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        with_budgets((&sdk_config).into())
+            .interceptor(TraceHeader)
+            .build(),
+    );
     let store = DynamoStore::new(client, config.table_name);
     if config.prewarm {
         let started = Instant::now();
@@ -48,8 +66,13 @@ async fn main() -> Result<(), Error> {
         }
     }
     let app = App::new(store, config.authenticator).with_telemetry(Telemetry::new(config.telemetry, Stdout));
+    let app = std::sync::Arc::new(app);
 
-    runtime::run(&api, function, async |request| app.handle(request).await).await
+    runtime::run(api, function, concurrency, move |request| {
+        let app = app.clone();
+        async move { app.handle(request).await }
+    })
+    .await
 }
 
 /// One line in the log, the same line to Lambda (so that the invoke that

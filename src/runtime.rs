@@ -1,5 +1,6 @@
 //! The Lambda invocation loop: `GET …/invocation/next`, run the handler,
-//! `POST …/response` (or `…/error`), for the life of the process.
+//! `POST …/response` (or `…/error`), for the life of the process; on Lambda
+//! Managed Instances, several of these loops at once.
 //!
 //! Owned here instead of calling `lambda_http::run`, for one reason:
 //! `lambda_runtime` 1.5 sets the `_X_AMZN_TRACE_ID` environment variable
@@ -7,40 +8,55 @@
 //! never frees a value it replaces, so a warm process grew by about 92 bytes
 //! per invocation until Lambda killed it (docs/upstream/lambda-runtime-trace-id-leak.md,
 //! measured in docs/performance.md). The trace id is not lost: it is in the
-//! request's `Context` (`xray_trace_id`), and the request log line carries it.
+//! request's `Context` (`xray_trace_id`), the invocation's log lines carry
+//! it, and `trace.rs` puts it on every DynamoDB request the invocation makes.
 //!
 //! The loop is kept small; everything else is still the runtime's: its
 //! Runtime API client, `Context` and `Config`, and `lambda_http`'s event
 //! types and conversions (`envelope.rs`). Like `lambda_runtime`, it catches
-//! a panic in the handler, reports that invocation as failed and serves on,
-//! and it ends (and with it the process) only when the Runtime API cannot
-//! be reached. Sequential only: one invocation at a time, as Lambda sends
-//! them to a function that does not declare managed concurrency.
+//! a panic in the handler, reports that invocation as failed and serves on;
+//! it echoes each invocation's `Lambda-Runtime-Invocation-Id` on its answer,
+//! so that a late answer to an invocation that timed out can never be taken
+//! for another's; and a worker ends only when the Runtime API cannot be
+//! reached, the process when no worker is left.
+//!
+//! `AWS_LAMBDA_MAX_CONCURRENCY`, which Lambda sets on Managed Instances,
+//! says how many invocations the environment takes at once: that many
+//! workers each poll `next` and answer their own invocation, over a
+//! connection pool of that size. Unset, one invocation at a time.
 
+use std::num::NonZeroU32;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
-use lambda_http::http::{HeaderMap, Method, StatusCode, Uri};
+use lambda_http::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use lambda_http::lambda_runtime::{Config as FunctionConfig, Context, Diagnostic};
-use lambda_http::{Body, Error, Request, RequestExt, Response, tracing};
+use lambda_http::tracing::{self, Instrument};
+use lambda_http::{Body, Error, Request, RequestExt, Response};
 use lambda_runtime_api_client::body::Body as ApiBody;
 use lambda_runtime_api_client::{PooledClient, build_request};
+use tokio::task::JoinSet;
 
-use crate::envelope;
+use crate::{envelope, telemetry, trace};
 
 const API_PREFIX: &str = "/2018-06-01/runtime";
 const REQUEST_ID: &str = "lambda-runtime-aws-request-id";
 const DEADLINE_MS: &str = "lambda-runtime-deadline-ms";
 const ERROR_TYPE: &str = "lambda-runtime-function-error-type";
+const INVOCATION_ID: &str = "lambda-runtime-invocation-id";
+const TRACE_ID: &str = "lambda-runtime-trace-id";
+/// Set by Lambda on Managed Instances: invocations one environment takes at once.
+pub const MAX_CONCURRENCY: &str = "AWS_LAMBDA_MAX_CONCURRENCY";
 
 /// What stops the function before it serves anything.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartError {
     Missing(&'static str),
     Invalid(&'static str),
+    NotPositiveInteger(&'static str),
 }
 
 impl std::fmt::Display for StartError {
@@ -51,11 +67,55 @@ impl std::fmt::Display for StartError {
                 "{name} is not set: this binary runs inside AWS Lambda (or under `cargo lambda watch`), which sets it"
             ),
             Self::Invalid(name) => write!(f, "{name} has a value that is not what AWS Lambda sets"),
+            Self::NotPositiveInteger(name) => write!(
+                f,
+                "{name} must be a positive integer: how many invocations this execution environment takes at once (unset: one)"
+            ),
         }
     }
 }
 
 impl std::error::Error for StartError {}
+
+/// How many invocations Lambda gives this execution environment at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Concurrency(NonZeroU32);
+
+impl Concurrency {
+    /// Classic Lambda: one invocation at a time.
+    pub const ONE: Self = Self(NonZeroU32::MIN);
+
+    /// From `AWS_LAMBDA_MAX_CONCURRENCY`: unset is one; anything but a
+    /// positive integer (Lambda sets 1 to 1600 today) is a reason not to
+    /// start, rather than a guess that would serve fewer invocations than
+    /// Lambda sends, or more.
+    pub fn from_env() -> Result<Self, StartError> {
+        match std::env::var(MAX_CONCURRENCY) {
+            Err(std::env::VarError::NotPresent) => Ok(Self::ONE),
+            Err(std::env::VarError::NotUnicode(_)) => Err(StartError::NotPositiveInteger(MAX_CONCURRENCY)),
+            Ok(value) => Self::parse(&value),
+        }
+    }
+
+    /// Digits only: no sign, no blanks, not zero.
+    pub fn parse(value: &str) -> Result<Self, StartError> {
+        value
+            .bytes()
+            .all(|byte| byte.is_ascii_digit())
+            .then(|| value.parse().ok())
+            .flatten()
+            .map(Self)
+            .ok_or(StartError::NotPositiveInteger(MAX_CONCURRENCY))
+    }
+
+    pub fn get(self) -> u32 {
+        self.0.get()
+    }
+
+    pub fn is_concurrent(self) -> bool {
+        self.get() > 1
+    }
+}
 
 /// The function's side of the Lambda Runtime API.
 #[derive(Debug)]
@@ -64,16 +124,29 @@ pub struct RuntimeApi {
 }
 
 impl RuntimeApi {
-    /// At `AWS_LAMBDA_RUNTIME_API`.
-    pub fn from_env() -> Result<Self, StartError> {
+    /// At `AWS_LAMBDA_RUNTIME_API`, with a connection for each invocation
+    /// that may be in flight at once.
+    pub fn from_env(concurrency: Concurrency) -> Result<Self, StartError> {
         const NAME: &str = "AWS_LAMBDA_RUNTIME_API";
         let address = std::env::var(NAME).map_err(|_| StartError::Missing(NAME))?;
-        endpoint(&address).map(Self::new).ok_or(StartError::Invalid(NAME))
+        let endpoint = endpoint(&address).ok_or(StartError::Invalid(NAME))?;
+        Ok(Self::with_concurrency(endpoint, concurrency))
     }
 
     pub fn new(endpoint: Uri) -> Self {
+        Self::with_concurrency(endpoint, Concurrency::ONE)
+    }
+
+    /// Each worker keeps one connection busy in its long-polling `next`, and
+    /// its answer needs one too: the pool keeps as many idle as there are
+    /// workers, so that no answer waits for a connection to be opened.
+    pub fn with_concurrency(endpoint: Uri, concurrency: Concurrency) -> Self {
+        let pool_size = usize::try_from(concurrency.get()).unwrap_or(usize::MAX);
         Self {
-            client: PooledClient::builder().with_endpoint(endpoint).build(),
+            client: PooledClient::builder()
+                .with_endpoint(endpoint)
+                .with_pool_size(pool_size)
+                .build(),
         }
     }
 
@@ -87,6 +160,7 @@ impl RuntimeApi {
         self.post(
             format!("{API_PREFIX}/init/error"),
             Some(&diagnostic.error_type),
+            None,
             json(&diagnostic),
         )
         .await
@@ -106,10 +180,19 @@ impl RuntimeApi {
         Ok((parts.headers, body))
     }
 
-    async fn post(&self, path: String, error_type: Option<&str>, body: Vec<u8>) -> Result<(), Error> {
+    async fn post(
+        &self,
+        path: String,
+        error_type: Option<&str>,
+        invocation_id: Option<&HeaderValue>,
+        body: Vec<u8>,
+    ) -> Result<(), Error> {
         let mut request = build_request().method(Method::POST).uri(path);
         if let Some(error_type) = error_type {
             request = request.header(ERROR_TYPE, error_type);
+        }
+        if let Some(invocation_id) = invocation_id {
+            request = request.header(INVOCATION_ID, invocation_id);
         }
         let response = self.client.call(request.body(ApiBody::from(body))?).await?;
         let status = response.status();
@@ -157,22 +240,83 @@ pub fn function_config_from_env() -> Result<FunctionConfig, StartError> {
     })
 }
 
-/// Serves invocations one after another until the Runtime API fails.
-pub async fn run<H>(api: &RuntimeApi, config: FunctionConfig, handler: H) -> Result<(), Error>
+/// Serves invocations until the Runtime API fails: `concurrency` workers,
+/// each taking one invocation at a time. One worker runs on the calling task,
+/// as `lambda_runtime` does; more are spawned, so that a multi-threaded
+/// runtime spreads them over its threads.
+pub async fn run<H, F>(
+    api: RuntimeApi,
+    config: FunctionConfig,
+    concurrency: Concurrency,
+    handler: H,
+) -> Result<(), Error>
 where
-    H: AsyncFn(Request) -> Response<Body>,
+    H: Fn(Request) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
 {
+    let api = Arc::new(api);
     let config = Arc::new(config);
+    if !concurrency.is_concurrent() {
+        return Err(serve(&api, &config, &handler).await);
+    }
+    let mut workers = JoinSet::new();
+    for _ in 0..concurrency.get() {
+        let (api, config, handler) = (api.clone(), config.clone(), handler.clone());
+        workers.spawn(async move { serve(&api, &config, &handler).await });
+    }
+    tracing::debug!(workers = concurrency.get(), "serving invocations concurrently");
+    let mut last = None;
+    while let Some(ended) = workers.join_next().await {
+        // A worker ends only when the Runtime API failed it; the others may
+        // still be served, so the process stays while any is left.
+        let cause: Error = match ended {
+            Ok(cause) => cause,
+            Err(join) => format!("a worker stopped: {join}").into(),
+        };
+        tracing::error!(remaining = workers.len(), cause = %cause, "a worker ended");
+        last = Some(cause);
+    }
+    Err(last.unwrap_or_else(|| "no worker was started".into()))
+}
+
+/// One worker: `next`, the handler, the answer, until a Runtime API call
+/// fails; returns why.
+async fn serve<H, F>(api: &RuntimeApi, config: &Arc<FunctionConfig>, handler: &H) -> Error
+where
+    H: Fn(Request) -> F,
+    F: Future<Output = Response<Body>>,
+{
     loop {
-        let (headers, payload) = api.next().await?;
+        let (headers, payload) = match api.next().await {
+            Ok(next) => next,
+            Err(err) => return err,
+        };
         // Without its id an invocation cannot even be answered: Lambda broke
         // its own contract, and a fresh environment is the way out.
-        let request_id = headers
+        let Some(request_id) = headers
             .get(REQUEST_ID)
             .and_then(|id| id.to_str().ok())
             .filter(|id| !id.is_empty())
-            .ok_or("the Runtime API sent an invocation without a request id")?;
-        let (path, error_type, body) = match invoke(&config, &headers, request_id, &payload, &handler).await {
+        else {
+            return "the Runtime API sent an invocation without a request id".into();
+        };
+        let trace_id = headers
+            .get(TRACE_ID)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()));
+        // Lines written while this invocation is served carry its ids, as
+        // its request line does (the trace id's root, the id X-Ray shows).
+        let span = tracing::info_span!(
+            "invocation",
+            request_id,
+            xray_trace_id = trace_id.as_deref().and_then(telemetry::trace_root)
+        );
+        let answer = trace::scope(
+            trace_id.as_deref(),
+            invoke(config, &headers, request_id, &payload, handler),
+        )
+        .instrument(span)
+        .await;
+        let (path, error_type, body) = match answer {
             Ok(response) => (
                 format!("{API_PREFIX}/invocation/{request_id}/response"),
                 None,
@@ -184,12 +328,17 @@ where
                 json(&diagnostic),
             ),
         };
-        api.post(path, error_type.as_deref(), body).await?;
+        if let Err(err) = api
+            .post(path, error_type.as_deref(), headers.get(INVOCATION_ID), body)
+            .await
+        {
+            return err;
+        }
     }
 }
 
 /// One invocation: the front door's JSON response, or why there is none.
-async fn invoke<H>(
+async fn invoke<H, F>(
     config: &Arc<FunctionConfig>,
     headers: &HeaderMap,
     request_id: &str,
@@ -197,7 +346,8 @@ async fn invoke<H>(
     handler: &H,
 ) -> Result<Vec<u8>, Diagnostic>
 where
-    H: AsyncFn(Request) -> Response<Body>,
+    H: Fn(Request) -> F,
+    F: Future<Output = Response<Body>>,
 {
     let failed = |error_type: &str, message: String| {
         tracing::error!(request_id, error = %message, "invocation failed");
@@ -226,7 +376,9 @@ where
     let decoded = envelope::decode(payload).map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
 
     let request = decoded.request.with_lambda_context(context);
-    let response = AssertUnwindSafe(handler(request))
+    // The call is inside the caught future too, so a handler that panics
+    // before its first await fails its invocation the same way.
+    let response = AssertUnwindSafe(async { handler(request).await })
         .catch_unwind()
         .await
         .map_err(|panic| {
@@ -251,6 +403,34 @@ fn json(diagnostic: &Diagnostic) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_concurrency_is_a_positive_integer_and_nothing_else() {
+        for (value, expected) in [
+            ("1", Some(1)),
+            ("8", Some(8)),
+            ("1600", Some(1600)),
+            ("0", None),
+            ("", None),
+            ("-1", None),
+            ("+8", None),
+            (" 8", None),
+            ("8 ", None),
+            ("8.0", None),
+            ("eight", None),
+            ("4294967296", None),
+        ] {
+            assert_eq!(
+                Concurrency::parse(value).map(Concurrency::get).ok(),
+                expected,
+                "{value:?}"
+            );
+        }
+        assert_eq!(
+            Concurrency::parse("x"),
+            Err(StartError::NotPositiveInteger(MAX_CONCURRENCY))
+        );
+    }
 
     #[test]
     fn the_runtime_api_is_found_as_lambda_and_as_emulators_name_it() {

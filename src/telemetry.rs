@@ -225,7 +225,7 @@ impl Telemetry {
 
 /// The id X-Ray shows (`1-…-…`) from Lambda's trace header
 /// (`Root=1-…-…;Parent=…;Sampled=…`), as Powertools logs it.
-fn trace_root(header: &str) -> Option<&str> {
+pub(crate) fn trace_root(header: &str) -> Option<&str> {
     header
         .split(';')
         .find_map(|part| part.trim().strip_prefix("Root="))

@@ -56,6 +56,26 @@ struct Shared {
     connections: AtomicU32,
     requests: AtomicU32,
     forwarded: AtomicU32,
+    /// Every request that arrived whole, in order.
+    recorded: Mutex<Vec<Recorded>>,
+}
+
+/// One request as the function sent it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Header names in lower case, with their values.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Recorded {
+    /// The value of the header `name` (lower case), if sent once or more.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
 }
 
 impl Shared {
@@ -100,6 +120,7 @@ impl FaultProxy {
             connections: AtomicU32::new(0),
             requests: AtomicU32::new(0),
             forwarded: AtomicU32::new(0),
+            recorded: Mutex::default(),
         });
         let server = Some(tokio::spawn(serve(listener, Arc::clone(&shared))));
         Self { addr, shared, server }
@@ -159,6 +180,16 @@ impl FaultProxy {
         self.shared.requests.load(Ordering::SeqCst)
     }
 
+    /// Every request that arrived whole so far (faults that reset before the
+    /// body is read record nothing).
+    pub fn recorded(&self) -> Vec<Recorded> {
+        self.shared
+            .recorded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Requests that reached DynamoDB so far.
     pub fn forwarded(&self) -> u32 {
         self.shared.forwarded.load(Ordering::SeqCst)
@@ -208,6 +239,14 @@ async fn relay(client: TcpStream, shared: Arc<Shared>) {
         let Ok(body) = read_body(&mut client, &head).await else {
             return;
         };
+        shared
+            .recorded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Recorded {
+                headers: header_lines(&head),
+                body: body.clone(),
+            });
         match fault {
             Fault::BlackHole => {
                 // Swallow whatever else comes until the client gives up.
@@ -296,6 +335,15 @@ async fn read_head<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> io::Resul
             return Err(io::Error::new(io::ErrorKind::InvalidData, "head too long"));
         }
     }
+}
+
+fn header_lines(head: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(head)
+        .split("\r\n")
+        .skip(1)
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect()
 }
 
 /// The body that follows `head`, framed by its `Content-Length` (none: empty).

@@ -1,6 +1,7 @@
 //! Black-box tests of the function: the real handler, the real event
 //! envelopes and Amazon's DynamoDB Local. One binary, so one DynamoDB Local.
 
+mod concurrency;
 mod create;
 mod events;
 mod fault_proxy;
@@ -11,5 +12,6 @@ mod jwt;
 mod prewarm;
 mod properties;
 mod runtime_api;
+mod runtime_fake;
 mod startup;
 mod telemetry;

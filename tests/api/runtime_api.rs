@@ -1,211 +1,44 @@
-//! The invocation loop (`src/runtime.rs`) against a stand-in for the Lambda
-//! Runtime API, speaking its contract: `GET …/invocation/next` with the
-//! request id, deadline, function ARN and trace id headers; `POST
-//! …/{id}/response`, `…/{id}/error` and `…/init/error`. First the loop
-//! itself, in this process, with a handler that records what it was given;
-//! then the built function, envelope by envelope, against DynamoDB Local.
+//! The invocation loop (`src/runtime.rs`) one invocation at a time, as on
+//! classic Lambda, under the stand-in Runtime API (`runtime_fake.rs`): first
+//! the loop itself, in this process, with a handler that records what it was
+//! given; then the built function, envelope by envelope, against DynamoDB
+//! Local. `concurrency.rs` does the same with several at once.
 
-use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use lambda_http::http::Uri;
 use lambda_http::lambda_runtime::Config as FunctionConfig;
-use lambda_http::{Body, Context, RequestExt, Response};
-use plant_store::auth::StaticTokens;
-use plant_store::runtime::{self, RuntimeApi};
+use lambda_http::{Body, Context, Request, RequestExt, Response};
+use plant_store::runtime::{self, Concurrency, RuntimeApi};
 use serde_json::{Value, json};
 
-use crate::helpers::{
-    DEV_TOKEN, Event, assert_item, client_for, create_table, dynamodb_local_endpoint, unique_name,
-};
+use crate::helpers::{Event, assert_item, client_for, create_table, dynamodb_local_endpoint, unique_name};
+use crate::runtime_fake::{FUNCTION_ARN, FakeRuntimeApi, Invocation, Posted, function};
 
-/// The ARN the stand-in gives as the invoked function's.
-pub(crate) const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:plants";
-/// An X-Ray trace header as Lambda sends it, for tests that need one fixed.
-pub(crate) const TRACE_HEADER: &str =
-    "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+/// What a handler was given: its context, its body, and the trace header its
+/// SDK requests would carry.
+type Seen = (Context, String, Option<String>);
 
-/// One event as the Runtime API hands it out.
-#[derive(Clone)]
-struct Invocation {
-    id: String,
-    event: String,
-    trace_id: String,
-    deadline_ms: Option<u64>,
+/// Runs the loop one invocation at a time under `api` until it ends.
+async fn serve<H, F>(api: &FakeRuntimeApi, handler: H) -> Result<(), lambda_http::Error>
+where
+    H: Fn(Request) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    runtime::run(
+        RuntimeApi::new(api.uri()),
+        function_config(),
+        Concurrency::ONE,
+        handler,
+    )
+    .await
 }
 
-impl Invocation {
-    fn new(id: &str, event: impl ToString) -> Self {
-        Self {
-            id: id.to_owned(),
-            event: event.to_string(),
-            trace_id: format!("Root=1-6920aa00-{:024x};Sampled=0", fxhash(id)),
-            deadline_ms: Some(4_102_444_800_000),
-        }
-    }
-
-    fn without_deadline(mut self) -> Self {
-        self.deadline_ms = None;
-        self
-    }
+pub(crate) async fn ok(_request: Request) -> Response<Body> {
+    Response::new(Body::from("ok"))
 }
 
-fn fxhash(text: &str) -> u128 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u128::from(byte)).wrapping_mul(0x1000_0000_01b3)
-    })
-}
-
-/// What the function posted: path, headers (lower-case names), JSON body.
-#[derive(Debug)]
-pub(crate) struct Posted {
-    path: String,
-    headers: HashMap<String, String>,
-    body: Value,
-}
-
-/// A Runtime API on loopback. Once its events are all handed out it answers
-/// `next` with a 500, which ends the loop (and the function's process).
-struct FakeRuntimeApi {
-    address: String,
-    posted: Receiver<Posted>,
-}
-
-impl FakeRuntimeApi {
-    fn start(invocations: Vec<Invocation>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a port for the Runtime API");
-        let address = listener.local_addr().expect("an address").to_string();
-        let queue = Arc::new(Mutex::new(VecDeque::from(invocations)));
-        let (sender, posted) = channel();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let (queue, sender) = (queue.clone(), sender.clone());
-                std::thread::spawn(move || serve(stream, queue, sender));
-            }
-        });
-        Self { address, posted }
-    }
-
-    fn uri(&self) -> Uri {
-        format!("http://{}", self.address).parse().expect("a URI")
-    }
-
-    fn next_post(&self) -> Posted {
-        self.posted
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the function posted within 30 s")
-    }
-}
-
-fn serve(stream: TcpStream, queue: Arc<Mutex<VecDeque<Invocation>>>, posted: Sender<Posted>) {
-    let mut reader = BufReader::new(stream.try_clone().expect("a socket"));
-    let mut writer = stream;
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut headers = HashMap::new();
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).expect("a header line");
-            if line.trim_end().is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
-            }
-        }
-        let length = headers
-            .get("content-length")
-            .map_or(0, |value| value.parse().expect("a length"));
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).expect("a body");
-        let path = request_line.split(' ').nth(1).unwrap_or_default().to_owned();
-
-        if request_line.starts_with("GET") {
-            assert_eq!(path, "/2018-06-01/runtime/invocation/next");
-            let next = queue.lock().expect("the queue").pop_front();
-            let Some(invocation) = next else {
-                let _ = write!(
-                    writer,
-                    "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
-                );
-                return;
-            };
-            let deadline = invocation
-                .deadline_ms
-                .map(|ms| format!("Lambda-Runtime-Deadline-Ms: {ms}\r\n"))
-                .unwrap_or_default();
-            write!(
-                writer,
-                "HTTP/1.1 200 OK\r\nLambda-Runtime-Aws-Request-Id: {}\r\n{deadline}\
-                 Lambda-Runtime-Invoked-Function-Arn: {FUNCTION_ARN}\r\nLambda-Runtime-Trace-Id: {}\r\n\
-                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
-                invocation.id,
-                invocation.trace_id,
-                invocation.event.len(),
-                invocation.event
-            )
-            .expect("an answer");
-        } else {
-            let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let _ = posted.send(Posted { path, headers, body });
-            const ACCEPTED: &str = r#"{"status":"OK"}"#;
-            write!(
-                writer,
-                "HTTP/1.1 202 Accepted\r\nContent-Length: {}\r\n\r\n{ACCEPTED}",
-                ACCEPTED.len()
-            )
-            .expect("an answer");
-        }
-    }
-}
-
-/// Starts a stand-in Runtime API that hands out `events` (request id,
-/// event JSON) in order, each with `TRACE_HEADER`; returns its address and
-/// what the function posts back.
-pub(crate) fn runtime_api(events: Vec<(String, String)>) -> (String, Receiver<Posted>) {
-    let api = FakeRuntimeApi::start(
-        events
-            .into_iter()
-            .map(|(id, event)| Invocation {
-                trace_id: TRACE_HEADER.to_owned(),
-                ..Invocation::new(&id, event)
-            })
-            .collect(),
-    );
-    (api.address, api.posted)
-}
-
-/// The built function as Lambda starts it, under `runtime_api`, its store
-/// at `dynamodb`, accepting `DEV_TOKEN`. Nothing but this environment.
-pub(crate) fn function(runtime_api: &str, dynamodb: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_plant-store"));
-    command.env_clear().envs([
-        ("AWS_LAMBDA_RUNTIME_API", runtime_api),
-        ("AWS_LAMBDA_FUNCTION_NAME", "plants"),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
-        ("AWS_LAMBDA_FUNCTION_VERSION", "1"),
-        ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/plants"),
-        ("AWS_LAMBDA_LOG_STREAM_NAME", "test"),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "local"),
-        ("AWS_SECRET_ACCESS_KEY", "local"),
-        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb),
-        ("TABLE_NAME", "plants"),
-        ("PLANTS_TOKEN_SHA256", &StaticTokens::digest_hex(DEV_TOKEN)),
-        ("PLANTS_PREWARM", "0"),
-    ]);
-    command
-}
-
-fn function_config() -> FunctionConfig {
+pub(crate) fn function_config() -> FunctionConfig {
     FunctionConfig {
         function_name: "plants".to_owned(),
         memory: 128,
@@ -214,7 +47,7 @@ fn function_config() -> FunctionConfig {
     }
 }
 
-fn http_event(body: &str) -> Value {
+pub(crate) fn http_event(body: &str) -> Value {
     let mut event: Value = serde_json::from_str(
         &std::fs::read_to_string(Event::path("create-http-api.json")).expect("the sample event"),
     )
@@ -228,19 +61,24 @@ async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answe
     let first = Invocation::new("req-1", http_event("one"));
     let second = Invocation::new("req-2", http_event("two"));
     let api = FakeRuntimeApi::start(vec![first.clone(), second.clone()]);
-    let seen: Mutex<Vec<(Context, String)>> = Mutex::default();
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let trace_env_before = std::env::var_os("_X_AMZN_TRACE_ID");
 
-    let ended = runtime::run(&RuntimeApi::new(api.uri()), function_config(), async |request| {
+    let recorder = seen.clone();
+    let ended = serve(&api, move |request: Request| {
         let body = String::from_utf8_lossy(request.body().as_ref()).into_owned();
-        seen.lock()
-            .expect("seen")
-            .push((request.lambda_context(), body.clone()));
-        Response::builder()
-            .status(201)
-            .header("content-type", "text/plain")
-            .body(Body::from(format!("got {body}")))
-            .expect("a response")
+        recorder.lock().expect("seen").push((
+            request.lambda_context(),
+            body.clone(),
+            plant_store::trace::current(),
+        ));
+        async move {
+            Response::builder()
+                .status(201)
+                .header("content-type", "text/plain")
+                .body(Body::from(format!("got {body}")))
+                .expect("a response")
+        }
     })
     .await;
 
@@ -249,9 +87,13 @@ async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answe
         err.to_string(),
         "the Runtime API answered 500 Internal Server Error to next"
     );
-    let seen = seen.into_inner().expect("seen");
+    let seen = seen.lock().expect("seen");
     assert_eq!(seen.len(), 2);
-    for ((context, body), (invocation, text)) in seen.iter().zip([(&first, "one"), (&second, "two")]) {
+    for ((context, body, trace_header), (invocation, text)) in
+        seen.iter().zip([(&first, "one"), (&second, "two")])
+    {
+        // What the handler's DynamoDB requests would carry (trace.rs).
+        assert_eq!(trace_header.as_deref(), Some(invocation.trace_id.as_str()));
         assert_eq!(context.request_id, invocation.id);
         assert_eq!(context.deadline, 4_102_444_800_000);
         assert_eq!(context.invoked_function_arn, FUNCTION_ARN);
@@ -269,6 +111,11 @@ async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answe
             posted.path,
             format!("/2018-06-01/runtime/invocation/{}/response", invocation.id)
         );
+        assert_eq!(
+            posted.header("lambda-runtime-invocation-id"),
+            invocation.invocation_id.as_deref(),
+            "the answer echoes its invocation's id"
+        );
         assert_eq!(posted.body["statusCode"], 201, "{:?}", posted.body);
         assert_eq!(posted.body["body"], format!("got {text}"), "{:?}", posted.body);
         assert_eq!(
@@ -283,12 +130,13 @@ async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answe
 
 #[tokio::test]
 async fn a_panicking_handler_fails_only_its_own_invocation() {
+    let panics = Invocation::new("req-panics", http_event("panic"));
     let api = FakeRuntimeApi::start(vec![
-        Invocation::new("req-panics", http_event("panic")),
+        panics.clone(),
         Invocation::new("req-fine", http_event("fine")),
     ]);
 
-    let _ = runtime::run(&RuntimeApi::new(api.uri()), function_config(), async |request| {
+    let _ = serve(&api, |request: Request| async move {
         if request.body().as_ref() == b"panic" {
             panic!("a bug");
         }
@@ -309,6 +157,10 @@ async fn a_panicking_handler_fails_only_its_own_invocation() {
             .map(String::as_str),
         Some("Runtime.HandlerPanicked")
     );
+    assert_eq!(
+        failed.header("lambda-runtime-invocation-id"),
+        panics.invocation_id.as_deref()
+    );
     let fine = api.next_post();
     assert_eq!(fine.path, "/2018-06-01/runtime/invocation/req-fine/response");
     assert_eq!(fine.body["statusCode"], 200);
@@ -321,10 +173,7 @@ async fn an_invocation_without_a_deadline_is_reported_and_the_next_one_served() 
         Invocation::new("req-ok", http_event("y")),
     ]);
 
-    let _ = runtime::run(&RuntimeApi::new(api.uri()), function_config(), async |_request| {
-        Response::new(Body::from("ok"))
-    })
-    .await;
+    let _ = serve(&api, ok).await;
 
     let failed = api.next_post();
     assert_eq!(
@@ -342,6 +191,41 @@ async fn an_invocation_without_a_deadline_is_reported_and_the_next_one_served() 
 }
 
 #[tokio::test]
+async fn the_invocation_id_is_echoed_exactly_on_its_own_answer_and_nowhere_else() {
+    let mut odd = Invocation::new("req-odd-id", http_event("a"));
+    odd.invocation_id = Some("9f2c-Odd.Case_id~with+chars=/x".to_owned());
+    let without = Invocation::new("req-without-id", http_event("b")).without_invocation_id();
+    let fails = Invocation::new("req-fails", http_event("c")).without_deadline();
+    let api = FakeRuntimeApi::start(vec![odd.clone(), without.clone(), fails.clone()]);
+
+    let _ = serve(&api, ok).await;
+
+    for invocation in [&odd, &without, &fails] {
+        let posted = api.next_post();
+        assert_eq!(posted.request_id(), invocation.id);
+        assert_eq!(
+            posted.header("lambda-runtime-invocation-id"),
+            invocation.invocation_id.as_deref(),
+            "{}",
+            posted.path
+        );
+    }
+    let nexts = api.nexts();
+    assert_eq!(
+        nexts.len(),
+        4,
+        "three invocations, then the 500 that ends the loop"
+    );
+    assert!(
+        nexts
+            .iter()
+            .all(|headers| !headers.contains_key("lambda-runtime-invocation-id")),
+        "{nexts:?}"
+    );
+    assert_eq!(api.max_parked(), 1, "one invocation at a time");
+}
+
+#[tokio::test]
 async fn an_init_error_is_posted_with_its_type() {
     let api = FakeRuntimeApi::start(Vec::new());
 
@@ -352,6 +236,7 @@ async fn an_init_error_is_posted_with_its_type() {
 
     let posted = api.next_post();
     assert_eq!(posted.path, "/2018-06-01/runtime/init/error");
+    assert_eq!(posted.header("lambda-runtime-invocation-id"), None);
     assert_eq!(
         posted
             .headers
@@ -370,8 +255,21 @@ async fn an_init_error_is_posted_with_its_type() {
 fn run_function(invocations: Vec<Invocation>, table: &str) -> (Vec<Posted>, Vec<Value>) {
     let count = invocations.len();
     let api = FakeRuntimeApi::start(invocations);
-    let output = function(&api.address, dynamodb_local_endpoint())
-        .env("TABLE_NAME", table)
+    let mut command = function(&api.address, dynamodb_local_endpoint());
+    command.env("TABLE_NAME", table);
+    run_to_the_end(&api, count, command)
+}
+
+/// Runs `command` (the built function under `api`) with JSON logs until it
+/// ends, which it does once `api` has no invocation left; checks that it
+/// answered `count` of them. Returns the answers in order of arrival and its
+/// stdout lines (log lines and EMF documents), parsed.
+pub(crate) fn run_to_the_end(
+    api: &FakeRuntimeApi,
+    count: usize,
+    mut command: Command,
+) -> (Vec<Posted>, Vec<Value>) {
+    let output = command
         .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
         .stdin(Stdio::null())
         .output()
@@ -392,7 +290,7 @@ fn run_function(invocations: Vec<Invocation>, table: &str) -> (Vec<Posted>, Vec<
     (posted, lines)
 }
 
-fn lines_of<'a>(lines: &'a [Value], request_id: &str) -> Vec<&'a Value> {
+pub(crate) fn lines_of<'a>(lines: &'a [Value], request_id: &str) -> Vec<&'a Value> {
     lines
         .iter()
         .filter(|line| line["request_id"] == request_id)

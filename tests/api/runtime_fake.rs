@@ -1,0 +1,323 @@
+//! A stand-in for the Lambda Runtime API on loopback, speaking its contract:
+//! `GET …/invocation/next` with the request id, deadline, function ARN,
+//! trace id and invocation id headers; `POST …/{id}/response`, `…/{id}/error`
+//! and `…/init/error`. A thread per connection, so that several `next` can
+//! be parked at once, as on Lambda Managed Instances; it can hold every
+//! `next` back until a given number are parked, which shows that the
+//! function polls that many at once.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use lambda_http::http::Uri;
+use plant_store::auth::StaticTokens;
+use serde_json::Value;
+
+use crate::helpers::DEV_TOKEN;
+
+/// The ARN the stand-in gives as the invoked function's.
+pub(crate) const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:plants";
+/// An X-Ray trace header as Lambda sends it, for tests that need one fixed.
+pub(crate) const TRACE_HEADER: &str =
+    "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+/// How long a held `next` waits for the others before it is answered anyway
+/// (and the test that asked for them fails on its count).
+const HOLD_AT_MOST: Duration = Duration::from_secs(30);
+
+/// One event as the Runtime API hands it out.
+#[derive(Debug, Clone)]
+pub(crate) struct Invocation {
+    pub id: String,
+    pub event: String,
+    pub trace_id: String,
+    pub invocation_id: Option<String>,
+    pub deadline_ms: Option<u64>,
+}
+
+impl Invocation {
+    /// With a trace id and an invocation id of its own, told apart from
+    /// the request id so that a test sees which one the function echoes.
+    pub fn new(id: &str, event: impl ToString) -> Self {
+        let hash = fxhash(id);
+        Self {
+            id: id.to_owned(),
+            event: event.to_string(),
+            trace_id: format!(
+                "Root=1-6920aa00-{:024x};Parent={:016x};Sampled=0",
+                hash & ((1 << 96) - 1),
+                hash >> 64
+            ),
+            invocation_id: Some(format!("{:032x}", hash.rotate_left(17))),
+            deadline_ms: Some(4_102_444_800_000),
+        }
+    }
+
+    pub fn without_deadline(mut self) -> Self {
+        self.deadline_ms = None;
+        self
+    }
+
+    pub fn without_invocation_id(mut self) -> Self {
+        self.invocation_id = None;
+        self
+    }
+
+    /// The trace id's root: the id X-Ray shows and the log lines carry.
+    pub fn trace_root(&self) -> &str {
+        self.trace_id
+            .trim_start_matches("Root=")
+            .split(';')
+            .next()
+            .unwrap_or_default()
+    }
+}
+
+fn fxhash(text: &str) -> u128 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u128::from(byte)).wrapping_mul(0x1000_0000_01b3)
+    })
+}
+
+/// What the function posted: path, headers (lower-case names), JSON body.
+#[derive(Debug)]
+pub(crate) struct Posted {
+    pub path: String,
+    pub headers: HashMap<String, String>,
+    pub body: Value,
+}
+
+impl Posted {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+
+    /// The request id in the path of an answer (`…/invocation/{id}/…`).
+    pub fn request_id(&self) -> &str {
+        self.path
+            .trim_start_matches("/2018-06-01/runtime/invocation/")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    invocations: VecDeque<Invocation>,
+    /// `next` calls waiting for their answer now, and the most ever.
+    parked: usize,
+    max_parked: usize,
+    /// No `next` is answered until this many are parked at once.
+    hold_until: usize,
+    released: bool,
+    /// The headers of every `next`, in order.
+    nexts: Vec<HashMap<String, String>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    queue: Mutex<Queue>,
+    changed: Condvar,
+}
+
+/// A Runtime API on loopback. Once its events are all handed out it answers
+/// `next` with a 500, which ends the worker that asked (and, once every
+/// worker has asked, the function's process).
+pub(crate) struct FakeRuntimeApi {
+    pub address: String,
+    pub posted: Receiver<Posted>,
+    state: Arc<State>,
+}
+
+impl FakeRuntimeApi {
+    pub fn start(invocations: Vec<Invocation>) -> Self {
+        Self::holding(invocations, 1)
+    }
+
+    /// Answers no `next` until `parked` of them are waiting at once.
+    pub fn holding(invocations: Vec<Invocation>, parked: usize) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a port for the Runtime API");
+        let address = listener.local_addr().expect("an address").to_string();
+        let state = Arc::new(State {
+            queue: Mutex::new(Queue {
+                invocations: VecDeque::from(invocations),
+                hold_until: parked,
+                ..Queue::default()
+            }),
+            changed: Condvar::new(),
+        });
+        let (sender, posted) = channel();
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (state, sender) = (shared.clone(), sender.clone());
+                std::thread::spawn(move || serve(stream, &state, &sender));
+            }
+        });
+        Self {
+            address,
+            posted,
+            state,
+        }
+    }
+
+    pub fn uri(&self) -> Uri {
+        format!("http://{}", self.address).parse().expect("a URI")
+    }
+
+    pub fn next_post(&self) -> Posted {
+        self.posted
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the function posted within 30 s")
+    }
+
+    /// The most `next` calls that were ever waiting at once.
+    pub fn max_parked(&self) -> usize {
+        self.queue().max_parked
+    }
+
+    /// The headers of every `next` so far.
+    pub fn nexts(&self) -> Vec<HashMap<String, String>> {
+        self.queue().nexts.clone()
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.state.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Parks one `next` until the hold is released, then hands out the next
+/// invocation (or none).
+fn next_invocation(state: &State, headers: HashMap<String, String>) -> Option<Invocation> {
+    let mut queue = state.queue.lock().unwrap_or_else(PoisonError::into_inner);
+    queue.nexts.push(headers);
+    queue.parked += 1;
+    queue.max_parked = queue.max_parked.max(queue.parked);
+    if queue.parked >= queue.hold_until {
+        queue.released = true;
+        state.changed.notify_all();
+    }
+    if !queue.released {
+        let (mut held, _) = state
+            .changed
+            .wait_timeout_while(queue, HOLD_AT_MOST, |queue| !queue.released)
+            .unwrap_or_else(PoisonError::into_inner);
+        held.released = true;
+        queue = held;
+    }
+    queue.parked -= 1;
+    queue.invocations.pop_front()
+}
+
+fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("a socket"));
+    let mut writer = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut headers = HashMap::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("a header line");
+            if line.trim_end().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+            }
+        }
+        let length = headers
+            .get("content-length")
+            .map_or(0, |value| value.parse().expect("a length"));
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).expect("a body");
+        let path = request_line.split(' ').nth(1).unwrap_or_default().to_owned();
+
+        if request_line.starts_with("GET") {
+            assert_eq!(path, "/2018-06-01/runtime/invocation/next");
+            let Some(invocation) = next_invocation(state, headers) else {
+                let _ = write!(
+                    writer,
+                    "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
+                );
+                return;
+            };
+            let optional = |name: &str, value: Option<String>| {
+                value
+                    .map(|value| format!("{name}: {value}\r\n"))
+                    .unwrap_or_default()
+            };
+            write!(
+                writer,
+                "HTTP/1.1 200 OK\r\nLambda-Runtime-Aws-Request-Id: {}\r\n{}{}\
+                 Lambda-Runtime-Invoked-Function-Arn: {FUNCTION_ARN}\r\nLambda-Runtime-Trace-Id: {}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+                invocation.id,
+                optional(
+                    "Lambda-Runtime-Deadline-Ms",
+                    invocation.deadline_ms.map(|ms| ms.to_string())
+                ),
+                optional("Lambda-Runtime-Invocation-Id", invocation.invocation_id.clone()),
+                invocation.trace_id,
+                invocation.event.len(),
+                invocation.event
+            )
+            .expect("an answer");
+        } else {
+            let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let _ = posted.send(Posted { path, headers, body });
+            const ACCEPTED: &str = r#"{"status":"OK"}"#;
+            write!(
+                writer,
+                "HTTP/1.1 202 Accepted\r\nContent-Length: {}\r\n\r\n{ACCEPTED}",
+                ACCEPTED.len()
+            )
+            .expect("an answer");
+        }
+    }
+}
+
+/// Starts a stand-in Runtime API that hands out `events` (request id,
+/// event JSON) in order, each with `TRACE_HEADER`; returns its address and
+/// what the function posts back.
+pub(crate) fn runtime_api(events: Vec<(String, String)>) -> (String, Receiver<Posted>) {
+    let api = FakeRuntimeApi::start(
+        events
+            .into_iter()
+            .map(|(id, event)| Invocation {
+                trace_id: TRACE_HEADER.to_owned(),
+                ..Invocation::new(&id, event)
+            })
+            .collect(),
+    );
+    (api.address, api.posted)
+}
+
+/// The built function as Lambda starts it, under `runtime_api`, its store
+/// at `dynamodb`, accepting `DEV_TOKEN`. Nothing but this environment.
+pub(crate) fn function(runtime_api: &str, dynamodb: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_plant-store"));
+    command.env_clear().envs([
+        ("AWS_LAMBDA_RUNTIME_API", runtime_api),
+        ("AWS_LAMBDA_FUNCTION_NAME", "plants"),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "1"),
+        ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/plants"),
+        ("AWS_LAMBDA_LOG_STREAM_NAME", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "local"),
+        ("AWS_SECRET_ACCESS_KEY", "local"),
+        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb),
+        ("TABLE_NAME", "plants"),
+        ("PLANTS_TOKEN_SHA256", &StaticTokens::digest_hex(DEV_TOKEN)),
+        ("PLANTS_PREWARM", "0"),
+    ]);
+    command
+}
