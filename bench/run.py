@@ -29,6 +29,7 @@ Standard library only. See docs/performance.md for the method and results.
 """
 
 import argparse
+import contextlib
 import copy
 import hashlib
 import json
@@ -409,7 +410,7 @@ class Run:
         # one period pass, so that a new process never starts on the rest
         # of a budget its predecessor spent.
         time.sleep(CGROUP_PERIOD_US / 1e6)
-        return FunctionProcess(subject.argv, env, log_path, preexec_fn=quota.enter, require_echo=subject.echo)
+        return FunctionProcess(subject.argv, env, log_path, spawn_in=quota.spawning, require_echo=subject.echo)
 
 
 def cold_starts(run, subjects, transport, rounds, events, quota=None):
@@ -502,8 +503,8 @@ class CpuQuota:
     """A cgroup whose CPU quota is the share of one vCPU that Lambda gives
     at `memory_mb` (memory / 1,769 MB of each 100 ms period): cgroup v2's
     `cpu.max` or v1's `cpu.cfs_quota_us`, whichever the machine has. Each
-    function process moves itself in between fork and exec (`enter`), so
-    its pid, CPU clock and /proc figures stay its own."""
+    function process is spawned inside it (`spawning`), so its pid, CPU
+    clock and /proc figures stay its own."""
 
     def __init__(self, memory_mb):
         self.memory_mb = memory_mb
@@ -547,9 +548,29 @@ class CpuQuota:
                 self.remove()
         return "; ".join(errors) or "no cgroup v2 cpu controller and no cgroup v1 cpu hierarchy"
 
-    def enter(self):
+    @contextlib.contextmanager
+    def spawning(self):
+        """The harness joins the cgroup while it spawns a function process,
+        which so starts inside it (and keeps its own pid and CPU clock),
+        then goes back to the cgroup it came from."""
+        home = self.home()
         with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
+        try:
+            yield
+        finally:
+            with open(os.path.join(home, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+
+    def home(self):
+        """This process's own cgroup in the hierarchy the quota lives in."""
+        root = CGROUP_V2 if self.version == 2 else CGROUP_V1_CPU
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if (self.version == 2 and controllers == "") or "cpu" in controllers.split(","):
+                    return root + path
+        return root
 
     def stat(self):
         """The cgroup's cpu.stat counters (nr_periods, nr_throttled, ...)."""
