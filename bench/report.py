@@ -1,9 +1,11 @@
 """Turns raw benchmark samples into the summary (results.json), a Markdown
-table (results.md) and a chart (chart.svg, hand-written SVG)."""
+table (results.md) and the charts (matplotlib: SVG for the README, PNG to
+look at)."""
 
-import html
 import math
+import os
 import statistics
+import sys
 
 # The implementations plant-store is compared with: the two managed
 # runtimes' SDKs, and Rust written the way the runtime's examples are.
@@ -490,7 +492,8 @@ def concurrency_markdown(c):
         "",
         (
             "| implementation | concurrency | **creates/s** | p50 (ms) | **p99 (ms)** | **CPU per invocation (ms)** "
-            "| peak RSS (MB) | CPU share of the machine: function / all processes / emulator / store proxy / DynamoDB Local |"
+            "| peak RSS (MB) | CPU share of the machine: function / all processes / emulator / store proxy "
+            "/ DynamoDB Local |"
         ),
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -516,7 +519,7 @@ def concurrency_markdown(c):
 def managed_instances_markdown(mi):
     p = mi["prices"]
     lines = [
-        f"### What a million creates cost on Lambda Managed Instances ({p['instance_type']}, prices as of {p['as_of']})",
+        f"### What a million creates cost on Lambda Managed Instances ({p['instance_type']}, prices {p['as_of']})",
         "",
         (
             f"| implementation | concurrency measured | CPU per create (ms) | creates/s per {p['instance_type']} "
@@ -598,58 +601,58 @@ COLOURS = {"rust": "#b7410e", "idiomatic": "#d9822b", "python": "#3572a5", "node
 FALLBACK = ["#b7410e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
-def _bars_svg(title, subtitle, panels, names):
+def write_charts(summary, out):
+    """The charts as SVG (for the README) and PNG (to look at), with
+    matplotlib; returns the file names written."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("no charts: matplotlib is not installed (make tools-deploy installs it)", file=sys.stderr)
+        return []
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "plant-store-bench"  # stable ids: an unchanged chart, an unchanged file
+    charts = {"chart": chart}
+    if summary.get("memory_sizes"):
+        charts["lambda"] = lambda_chart
+    if summary.get("concurrency"):
+        charts["concurrency"] = concurrency_chart
+    written = []
+    for name, draw in charts.items():
+        figure = draw(summary)
+        figure.savefig(os.path.join(out, f"{name}.svg"), metadata={"Date": None})
+        figure.savefig(os.path.join(out, f"{name}.png"), dpi=100)
+        written += [f"{name}.svg", f"{name}.png"]
+    return written
+
+
+def _bars(title, subtitle, panels, names):
     """Two panels of grouped bars, one group per implementation: each panel
     is (title, [(bar label, key)], {name: figures}, format)."""
+    from matplotlib.figure import Figure
+
     colour = {n: COLOURS.get(n) or FALLBACK[i % len(FALLBACK)] for i, n in enumerate(names)}
-    width, height, top, bottom, left = 920, 380, 70, 60, 20
-    panel_w = (width - 3 * left) / 2
-    chart_h = height - top - bottom
-    out = [
-        (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">'
-        ),
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{html.escape(title)}</text>',
-        f'<text x="{width / 2}" y="42" text-anchor="middle" fill="#555">{html.escape(subtitle)}</text>',
-    ]
-    for p, (panel_title, bars, values, fmt) in enumerate(panels):
+    figure = Figure(figsize=(9.2, 3.9), layout="constrained")
+    figure.suptitle(f"{title}\n{subtitle}", fontsize=11)
+    for ax, (panel_title, series, values, fmt) in zip(figure.subplots(1, 2), panels, strict=True):
         shown = [n for n in names if n in values]
-        if not shown:
-            continue
-        x0 = left + p * (panel_w + left)
-        peak = max(values[n][key] for n in shown for _, key in bars) or 1
-        out.append(f'<text x="{x0 + panel_w / 2}" y="{top - 8}" text-anchor="middle" font-weight="bold">'
-                   f"{html.escape(panel_title)}</text>")  # fmt: skip
-        out.append(f'<line x1="{x0}" y1="{top + chart_h}" x2="{x0 + panel_w}" y2="{top + chart_h}" stroke="#333"/>')
-        group_w = panel_w / len(shown)
-        bar_w = min(40, group_w / (len(bars) + 1))
-        for i, name in enumerate(shown):
-            gx = x0 + i * group_w + (group_w - bar_w * len(bars)) / 2
-            for j, (label, key) in enumerate(bars):
-                value = values[name][key]
-                h = max(1.0, chart_h * 0.85 * value / peak)
-                x, y = gx + j * bar_w, top + chart_h - h
-                opacity = "1" if j == len(bars) - 1 else "0.55"
-                out.append(
-                    f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w - 4:.1f}" height="{h:.1f}" '
-                    f'fill="{colour[name]}" fill-opacity="{opacity}"/>'
-                )
-                out.append(
-                    f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" font-size="11">'
-                    f"{fmt(value)}</text>"
-                )
-                out.append(
-                    f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{top + chart_h + 14}" text-anchor="middle" '
-                    f'font-size="10" fill="#555">{html.escape(label)}</text>'
-                )
-            out.append(
-                f'<text x="{gx + bar_w * len(bars) / 2 - 2:.1f}" y="{top + chart_h + 32}" text-anchor="middle" '
-                f'font-weight="bold">{html.escape(name)}</text>'
+        width = 0.8 / len(series)
+        ticks, labels = [], []
+        for j, (label, key) in enumerate(series):
+            xs = [i + (j - (len(series) - 1) / 2) * width for i in range(len(shown))]
+            heights = [values[n][key] for n in shown]
+            bars = ax.bar(
+                xs, heights, width * 0.9, color=[colour[n] for n in shown], alpha=1 if j == len(series) - 1 else 0.55
             )
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+            ax.bar_label(bars, [fmt(h) for h in heights], fontsize=8)
+            ticks, labels = ticks + xs, labels + [label] * len(xs)
+        ax.set_xticks(ticks, labels, fontsize=8, color="#555")
+        for i, name in enumerate(shown):
+            ax.text(i, -0.14, name, transform=ax.get_xaxis_transform(), ha="center", fontweight="bold")
+        ax.set_title(panel_title, fontsize=10, fontweight="bold")
+        ax.set_yticks([])
+        ax.spines[["top", "right", "left"]].set_visible(False)
+        ax.margins(y=0.15)
+    return figure
 
 
 def _machine(summary):
@@ -657,12 +660,12 @@ def _machine(summary):
     return f"{m['os'] or ''}, {m['cpus']} vCPU {m['arch']}; {summary['started_utc']}"
 
 
-def svg(summary):
-    """Two panels: cold total (wall and CPU) and warm p50/p99, per
-    implementation, over HTTPS when it was measured."""
+def chart(summary):
+    """Cold total (wall and CPU) and warm p50/p99, per implementation, over
+    HTTPS when it was measured."""
     transport = "https" if "https" in summary["figures"] else "http"
     subjects = summary["figures"][transport]
-    return _bars_svg(
+    return _bars(
         f"plant-store: POST /plants against DynamoDB Local over {transport.upper()}, lower is better",
         _machine(summary),
         [
@@ -674,10 +677,9 @@ def svg(summary):
     )  # fmt: skip
 
 
-def lambda_svg(summary):
-    """Two panels: the cold total (wall) at the smallest memory size
-    measured, under its CPU quota, and the Lambda cost of a million creates
-    at that size, per implementation."""
+def lambda_chart(summary):
+    """The cold total (wall) at the smallest memory size measured, under its
+    CPU quota, and the Lambda cost of a million creates at that size."""
     memory = summary["memory_sizes"]
     size = min(memory["sizes"], key=int)
     data = memory["sizes"][size]
@@ -686,7 +688,7 @@ def lambda_svg(summary):
              if str(r["memory_mb"]) == size}  # fmt: skip
     quota = f"CPU quota {data['quota_us'] / memory['period_us']:.1%} of a core" if data["quota_us"] else "no CPU quota"
     prices = summary.get("cost", {}).get("prices", {})
-    return _bars_svg(
+    return _bars(
         f"plant-store at {size} MB ({quota}), DynamoDB Local over {memory['transport'].upper()}, lower is better",
         f"{_machine(summary)}; prices {prices.get('region', '')} {prices.get('as_of', '')}",
         [
@@ -699,9 +701,9 @@ def lambda_svg(summary):
     )  # fmt: skip
 
 
-def concurrency_svg(summary):
-    """Two panels, per implementation: creates a second that one execution
-    environment sustains, and its CPU per create, at each concurrency."""
+def concurrency_chart(summary):
+    """Creates a second that one execution environment sustains, and its CPU
+    per create, at each concurrency, per implementation."""
     c = summary["concurrency"]
     levels = sorted({level for levels in c["subjects"].values() for level in levels}, key=int)
     values = {
@@ -710,10 +712,11 @@ def concurrency_svg(summary):
         }
         for name, by_level in c["subjects"].items()
     }
-    return _bars_svg(
+    m = summary["machine"]
+    return _bars(
         f"One execution environment, N invocations at once: DynamoDB Local over {c['transport'].upper()} "
         f"+ {c['store_latency_ms']:g} ms",
-        f"{_machine(summary)}; {c['vcpus']} vCPU for the function and the harness together",
+        f"{c['vcpus']} vCPU {m['arch']} for the function and the harness together; {summary['started_utc']}",
         [
             ("Creates per second (higher is better)", [(level, f"creates_per_s_{level}") for level in levels],
              values, _fmt),

@@ -15,17 +15,18 @@ for its memory over time; and what a million creates cost. Writes
 results.json, results.md, chart.svg, lambda.svg and concurrency.svg into
 bench/results/ (or --out).
 
-    python3 bench/run.py                 # the full benchmark
-    python3 bench/run.py --smoke         # a few checked invocations of each implementation
-    python3 bench/run.py --install-only  # the peers' dependencies, into .tools/bench/
-    python3 bench/run.py --memory 128 --long 5000   # a quicker run: one memory size, a short long run
-    python3 bench/run.py --memory none --long 0     # whole cores only, as before
-    python3 bench/run.py --impl rust,idiomatic --transport https --cold 3 --warm 200 \\
+    .tools/venv/bin/python bench/run.py                 # the full benchmark
+    .tools/venv/bin/python bench/run.py --smoke         # a few checked invocations of each implementation
+    .tools/venv/bin/python bench/run.py --install-only  # the peers' dependencies, into .tools/bench/
+    .tools/venv/bin/python bench/run.py --memory 128 --long 5000   # a quicker run: one memory size, a short long run
+    .tools/venv/bin/python bench/run.py --memory none --long 0     # whole cores only, as before
+    .tools/venv/bin/python bench/run.py --impl rust,idiomatic --transport https --cold 3 --warm 200 \\
         --memory none --long 0 --concurrency 1,8,32,64   # throughput per execution environment only
-    python3 bench/run.py --impl rust --transport https \\
+    .tools/venv/bin/python bench/run.py --impl rust --transport https \\
         --rust 'before=/path/a,PLANTS_PREWARM=0' --rust 'after=/path/b'   # compare Rust builds
 
-Standard library only. See docs/performance.md for the method and results.
+Runs under the tool venv's Python (`make bench`): boto3 for its own DynamoDB calls, matplotlib for the
+charts. See docs/performance.md for the method and results.
 """
 
 import argparse
@@ -1166,18 +1167,9 @@ def main(argv=None):
             f.write("\n")
         with open(os.path.join(args.out, "results.md"), "w") as f:
             f.write(report.markdown(summary))
-        with open(os.path.join(args.out, "chart.svg"), "w") as f:
-            f.write(report.svg(summary))
-        charts = {"chart.svg": report.svg}
-        if summary.get("memory_sizes"):
-            charts["lambda.svg"] = report.lambda_svg
-        if summary.get("concurrency"):
-            charts["concurrency.svg"] = report.concurrency_svg
-        for name, chart in charts.items():
-            with open(os.path.join(args.out, name), "w") as f:
-                f.write(chart(summary))
+        charts = report.write_charts(summary, args.out)
         print(report.markdown(summary))
-        log(f"wrote results.json, results.md, {', '.join(charts)} to {os.path.relpath(args.out)}")
+        log(f"wrote results.json, results.md{''.join(', ' + c for c in charts)} to {os.path.relpath(args.out)}")
         return 0
     finally:
         if os.environ.get("BENCH_KEEP_SCRATCH"):

@@ -16,12 +16,13 @@ on Lambda Managed Instances), must park N `GET /next` at once, and the
 emulator keeps N creates in flight, each answer matched to its request id
 and invocation id; memory is read while every worker waits in `GET /next`.
 
-    python3 bench/soak.py                               # 200,000 invocations, release build (make soak)
-    python3 bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5   # the short version in make test
-    python3 bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --concurrency 8   # and concurrent
-    python3 bench/soak.py --binary path/to/bootstrap    # any build
+    bench/soak.py                                     # 200,000 invocations, release build (make soak)
+    bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5      # the short version in make test
+    bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --concurrency 8   # and concurrent
+    bench/soak.py --binary path/to/bootstrap          # any build
 
-Standard library only. Figures and method: docs/performance.md ("Memory over time").
+Runs under the tool venv's Python (boto3 for DynamoDB Local). Figures and method: docs/performance.md
+("Flat memory: the soak").
 """
 
 import argparse
