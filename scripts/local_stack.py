@@ -4,7 +4,8 @@
 Starts DynamoDB Local (in memory), creates the table, builds the function and
 serves it with `cargo lambda watch`, so that POST http://127.0.0.1:$PORT/plants
 reaches it. Everything it started is stopped again on SIGINT, SIGTERM or
-SIGHUP, and when it fails half-way. Python 3.9+ standard library only.
+SIGHUP, and when it fails half-way. Runs on the tool venv's Python
+(requirements/tools.txt: boto3, requests, psutil).
 
 Environment:
   PORT            port of the function (default 9000; 0 picks a free port)
@@ -17,16 +18,21 @@ Environment:
   DYNAMODB_LOCAL_DIR  folder of DynamoDBLocal.jar (default: found under
                   TOOLS_DIR, which defaults to .tools/ in the repository)
 
-Lines meant for other programs (tests wait for READY):
+Lines meant for other programs (`Background` below waits for READY):
   DYNAMODB http://127.0.0.1:<port>
   READY http://127.0.0.1:<port>/plants
+
+The process supervision is our own, on subprocess and psutil: nothing may
+outlive a crash of this script (PR_SET_PDEATHSIG through prctl, which no
+library wraps) nor escape in a session of its own as watch's function does.
 """
 
 import argparse
+import collections
+import contextlib
 import ctypes
 import errno
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -38,13 +44,19 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
+from subprocess import DEVNULL, STDOUT
+
+import boto3
+import botocore.config
+import botocore.exceptions
+import psutil
+import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = "plant-store"
 DEFAULT_TOKEN = "plant-store-dev-token"
+DEFAULT_TABLE = "plants"
 HOST = "127.0.0.1"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -52,24 +64,29 @@ DYNAMODB_READY_TIMEOUT = 60  # seconds; usually 2-5 s, once 7 s under load
 FUNCTION_READY_TIMEOUT = 900  # the first request may compile the function
 PR_SET_PDEATHSIG = 1
 
-# Requests to DynamoDB Local and to the function never go through a proxy.
-_http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
 
 class StackError(Exception):
     """A failure worth one clear line; the stack is torn down after it."""
 
 
-class Stopped(Exception):
-    """A stop signal arrived."""
-
-    def __init__(self, signum):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
 def log(message):
     print(f"local-stack: {message}", flush=True)
+
+
+def settings():
+    """(token, table) as the environment sets them, with their defaults."""
+    return os.environ.get("DEV_TOKEN", "") or DEFAULT_TOKEN, os.environ.get("TABLE_NAME", "").strip() or DEFAULT_TABLE
+
+
+def dynamodb_client(port, timeout=30, attempts=3):
+    """A boto3 client for DynamoDB Local, which checks no signature."""
+    config = botocore.config.Config(
+        connect_timeout=timeout, read_timeout=timeout, retries={"total_max_attempts": attempts}
+    )
+    credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+    return boto3.client(
+        "dynamodb", endpoint_url=f"http://{HOST}:{port}", region_name="us-east-1", config=config, **credentials
+    )
 
 
 # ---- ports ------------------------------------------------------------------
@@ -113,9 +130,10 @@ def port_setting(name, default):
     return int(raw)
 
 
-def wait_port_free(port, timeout):
+def wait_until(condition, timeout):
+    """True as soon as condition() is, False when `timeout` seconds pass first."""
     deadline = time.monotonic() + timeout
-    while not port_free(port):
+    while not condition():
         if time.monotonic() > deadline:
             return False
         time.sleep(0.1)
@@ -147,106 +165,59 @@ def _child_setup(death_signal):
     return setup
 
 
-def _processes():
-    """{pid: (ppid, start time)} from /proc; empty where there is no /proc."""
-    table = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        if fields[0] != b"Z":  # zombies are dead already
-            table[int(entry)] = (int(fields[1]), fields[19])
-    return table
-
-
-def descendants(pid):
-    """The living descendants of `pid` as {pid: start time}."""
-    table = _processes()
-    found, todo = {}, [pid]
-    while todo:
-        parent = todo.pop()
-        for child, (ppid, started) in table.items():
-            if ppid == parent and child not in found:
-                found[child] = started
-                todo.append(child)
-    return found
+def running(process):
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 class Child:
+    """A child leading a process group of its own, and the descendants seen so far."""
+
     def __init__(self, name, popen, stop_signal, grace):
-        self.name = name
-        self.popen = popen
-        self.stop_signal = stop_signal
-        self.grace = grace  # seconds to wait after stop_signal
-        self.family = {}  # descendants seen so far: {pid: start time}
+        self.name, self.popen, self.stop_signal, self.grace = name, popen, stop_signal, grace
+        self.family = set()  # psutil.Process compares the pid and the start time
 
     def remember_family(self):
         """Note the child's descendants; returns those alive now.
 
         cargo lambda watch runs the function in a session of its own, so
         signals to watch's group miss it: if watch dies, it is found here."""
-        now = descendants(self.popen.pid)
-        self.family.update(now)
-        return now
+        if self.alive():  # a reaped child's pid may be someone else's now
+            with contextlib.suppress(psutil.Error):
+                self.family.update(psutil.Process(self.popen.pid).children(recursive=True))
+        return [process for process in self.family if running(process)]
 
     def alive(self):
         return self.popen.poll() is None
 
     def _signal_group(self, sig):
         try:
-            os.killpg(self.popen.pid, sig)  # the child leads its own group
+            os.killpg(self.popen.pid, sig)
             return True
         except (ProcessLookupError, PermissionError):
             return False
 
-    def _wait_group(self, timeout):
-        """Wait until the leader is reaped and its process group is empty."""
-        deadline = time.monotonic() + timeout
-        while True:
-            self.popen.poll()
-            if self.popen.returncode is not None and not self._signal_group(0):
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
-
-    def survivors(self):
-        """Remembered descendants that still run (same pid and start time)."""
-        return [pid for pid, (_, started) in _processes().items() if self.family.get(pid) == started]
+    def _group_alive(self):
+        return self.alive() or self._signal_group(0)
 
     def stop(self):
-        self.remember_family()
-        if not (self.alive() or self._signal_group(0) or self.survivors()):
+        if not (self.remember_family() or self._group_alive()):
             return
         log(f"stopping {self.name}")
-        steps = [(self.stop_signal, self.grace)]
-        if self.stop_signal != signal.SIGTERM:
-            steps.append((signal.SIGTERM, 3))
-        steps.append((signal.SIGKILL, 5))
-        for sig, wait in steps:
-            if not self._signal_group(sig):
-                break
-            if self._wait_group(wait):
+        for sig, wait in ((self.stop_signal, self.grace), (signal.SIGTERM, 3), (signal.SIGKILL, 5)):
+            if not self._signal_group(sig) or wait_until(lambda: not self._group_alive(), wait):
                 break
             log(f"{self.name} still running after {signal.Signals(sig).name}")
-        self.popen.poll()
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            survivors = self.survivors()
-            if not survivors:
+            if not (survivors := self.remember_family()):
                 break
             log(f"{self.name} left {len(survivors)} process(es) behind: sending {signal.Signals(sig).name}")
-            for pid in survivors:
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
-            deadline = time.monotonic() + 3
-            while self.survivors() and time.monotonic() < deadline:
-                time.sleep(0.1)
+            for process in survivors:
+                with contextlib.suppress(psutil.Error):
+                    process.send_signal(sig)
+            psutil.wait_procs(survivors, timeout=3)
 
 
 class Stack:
@@ -261,13 +232,9 @@ class Stack:
         # left behind untracked.
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
-            popen = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # own process group; no terminal signals
-                preexec_fn=_child_setup(stop_signal),
-                **kwargs,
-            )
+            # A process group of its own: no terminal signals.
+            setup = _child_setup(stop_signal)
+            popen = subprocess.Popen(argv, stdin=DEVNULL, start_new_session=True, preexec_fn=setup, **kwargs)
             child = Child(name, popen, stop_signal, grace)
             self.children.append(child)
         finally:
@@ -279,7 +246,7 @@ class Stack:
             child.stop()
         self.children.clear()
         for port in self.ports:
-            if not wait_port_free(port, 10):
+            if not wait_until(lambda port=port: port_free(port), 10):
                 log(f"port {port} is still busy")
         if self.ddb_log is not None:
             self.ddb_log.close()
@@ -304,38 +271,6 @@ def find_dynamodb_jar():
     return jars[-1]
 
 
-class DynamoError(Exception):
-    def __init__(self, kind, message):
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-
-
-def dynamodb(port, action, payload, timeout=5.0):
-    """One DynamoDB API call over plain HTTP. DynamoDB Local does not verify
-    signatures, so a syntactically valid dummy Authorization header does."""
-    request = urllib.request.Request(
-        f"http://{HOST}:{port}/",
-        data=json.dumps(payload).encode(),
-        method="POST",
-        headers={
-            "Content-Type": "application/x-amz-json-1.0",
-            "X-Amz-Target": f"DynamoDB_20120810.{action}",
-            "Authorization": "AWS4-HMAC-SHA256 Credential=local/20250101/us-east-1/dynamodb/aws4_request, "
-            "SignedHeaders=host, Signature=0",
-        },
-    )
-    try:
-        with _http.open(request, timeout=timeout) as response:
-            return json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as err:
-        try:
-            body = json.loads(err.read() or b"{}")
-        except ValueError:
-            body = {}
-        kind = str(body.get("__type", f"HTTP {err.code}")).rsplit("#", 1)[-1]
-        raise DynamoError(kind, body.get("message") or body.get("Message") or "") from None
-
-
 def start_dynamodb(stack, port):
     java = shutil.which("java")
     if java is None:
@@ -343,24 +278,11 @@ def start_dynamodb(stack, port):
     jar = find_dynamodb_jar()
     log(f"starting DynamoDB Local on port {port} (in memory)")
     stack.ddb_log = tempfile.TemporaryFile()
+    library = f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}"
+    argv = [java, library, "-jar", str(jar), "-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(port)]
+    # SIGTERM: a JVM started in the background ignores SIGINT.
     child = stack.spawn(
-        "DynamoDB Local",
-        [
-            java,
-            f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
-            "-jar",
-            str(jar),
-            "-inMemory",
-            "-sharedDb",
-            "-disableTelemetry",
-            "-port",
-            str(port),
-        ],
-        signal.SIGTERM,  # a JVM started in the background ignores SIGINT
-        10,
-        cwd=jar.parent,
-        stdout=stack.ddb_log,
-        stderr=subprocess.STDOUT,
+        "DynamoDB Local", argv, signal.SIGTERM, 10, cwd=jar.parent, stdout=stack.ddb_log, stderr=subprocess.STDOUT
     )
     stack.ports.append(port)
     return child
@@ -370,58 +292,50 @@ def dynamodb_output(stack):
     if stack.ddb_log is None:
         return ""
     stack.ddb_log.seek(0)
-    lines = stack.ddb_log.read().decode(errors="replace").strip().splitlines()
-    return "\n".join(lines[-15:])
+    return "\n".join(stack.ddb_log.read().decode(errors="replace").strip().splitlines()[-15:])
 
 
 def wait_dynamodb(stack, child, port):
-    deadline = time.monotonic() + DYNAMODB_READY_TIMEOUT
-    while True:
+    client = dynamodb_client(port, timeout=2, attempts=1)
+
+    def answers():
         if not child.alive():
             print(dynamodb_output(stack), file=sys.stderr)
             raise StackError(f"DynamoDB Local exited with code {child.popen.returncode} (its output is above)")
         try:
-            dynamodb(port, "ListTables", {}, timeout=2)
-            return
-        except (urllib.error.URLError, ConnectionError, socket.timeout, DynamoError, ValueError):
-            pass
-        if time.monotonic() > deadline:
-            print(dynamodb_output(stack), file=sys.stderr)
-            raise StackError(f"DynamoDB Local did not answer on port {port} within {DYNAMODB_READY_TIMEOUT} s")
-        time.sleep(0.2)
+            return bool(client.list_tables())
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
+            return False
+
+    if not wait_until(answers, DYNAMODB_READY_TIMEOUT):
+        print(dynamodb_output(stack), file=sys.stderr)
+        raise StackError(f"DynamoDB Local did not answer on port {port} within {DYNAMODB_READY_TIMEOUT} s")
 
 
 def create_table(port, table):
+    client = dynamodb_client(port, timeout=5)
     try:
-        dynamodb(
-            port,
-            "CreateTable",
-            {
-                "TableName": table,
-                "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "N"}],
-                "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
-                "BillingMode": "PAY_PER_REQUEST",
-            },
+        client.create_table(
+            TableName=table,
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "N"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
         )
-    except DynamoError as err:
-        if err.kind != "ResourceInUseException":
-            raise StackError(f"creating table {table} failed: {err}") from None
-    deadline = time.monotonic() + 30
-    while True:
-        status = dynamodb(port, "DescribeTable", {"TableName": table})["Table"]["TableStatus"]
-        if status == "ACTIVE":
-            return
-        if time.monotonic() > deadline:
-            raise StackError(f"table {table} is still {status} after 30 s")
-        time.sleep(0.2)
+    except client.exceptions.ResourceInUseException:
+        pass
+    except botocore.exceptions.ClientError as err:
+        raise StackError(f"creating table {table} failed: {err}") from None
+    try:
+        client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+    except botocore.exceptions.WaiterError as err:
+        raise StackError(f"table {table} is not ACTIVE after 30 s: {err}") from None
 
 
 # ---- the function -----------------------------------------------------------
 
 
 def add_tools_to_path():
-    tools = Path(os.environ.get("TOOLS_DIR") or ROOT / ".tools")
-    venv_bin = tools / "venv" / "bin"
+    venv_bin = Path(os.environ.get("TOOLS_DIR") or ROOT / ".tools") / "venv" / "bin"
     if venv_bin.is_dir():
         os.environ["PATH"] = f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"
 
@@ -433,29 +347,19 @@ def build_function(stack):
     argv = [cargo, "build", "--bin", BINARY] + (["--release"] if stack.release else [])
     log("building the function: " + " ".join(["cargo"] + argv[1:]))
     child = stack.spawn("cargo build", argv, signal.SIGTERM, 5, cwd=ROOT)
-    while child.popen.poll() is None:
-        time.sleep(0.2)
+    child.popen.wait()
     stack.children.remove(child)
     if child.popen.returncode != 0:
         raise StackError(f"cargo build failed (exit code {child.popen.returncode}); see the errors above")
 
 
 def function_env(ddb_port, table, token):
-    env = dict(os.environ)
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE"):
-        env.pop(name, None)
-    env.update(
-        {
-            "TABLE_NAME": table,
-            "PLANTS_TOKEN_SHA256": hashlib.sha256(token.encode()).hexdigest(),
-            "AWS_ENDPOINT_URL_DYNAMODB": f"http://{HOST}:{ddb_port}",
-            "AWS_ACCESS_KEY_ID": "local",
-            "AWS_SECRET_ACCESS_KEY": "local",
-            "AWS_REGION": "us-east-1",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-    )
-    return env  # PLANTS_JWT_* and everything else is inherited as it is
+    # PLANTS_JWT_* and everything else is inherited as it is.
+    env = {k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE")}
+    env.update(TABLE_NAME=table, PLANTS_TOKEN_SHA256=hashlib.sha256(token.encode()).hexdigest())
+    env.update(AWS_ENDPOINT_URL_DYNAMODB=f"http://{HOST}:{ddb_port}", AWS_ACCESS_KEY_ID="local")
+    env.update(AWS_SECRET_ACCESS_KEY="local", AWS_REGION="us-east-1", AWS_DEFAULT_REGION="us-east-1")
+    return env
 
 
 def start_function(stack, port, env):
@@ -464,12 +368,8 @@ def start_function(stack, port, env):
     # --disable-cors: otherwise watch answers OPTIONS itself (200, empty body)
     # and adds CORS headers to every response; the deployed API forwards every
     # method to the function, which answers 405 with our Error body.
-    argv = [
-        "cargo", "lambda", "watch", "-A", HOST, "-P", str(port),
-        "--ignore-changes", "--disable-cors", "--bin", BINARY,
-    ]
-    if stack.release:
-        argv.append("--release")
+    argv = ["cargo", "lambda", "watch", "-A", HOST, "-P", str(port), "--ignore-changes", "--disable-cors"]
+    argv += ["--bin", BINARY] + (["--release"] if stack.release else [])
     log(f"starting {' '.join(argv[:3])} on {HOST}:{port}")
     # SIGINT stops watch and its function in 1-3 s; SIGTERM was sometimes ignored.
     child = stack.spawn("cargo lambda watch", argv, signal.SIGINT, 8, cwd=ROOT, env=env)
@@ -477,58 +377,35 @@ def start_function(stack, port, env):
     return child
 
 
-def probe(url, result):
-    """POST {} to the function without a token; any HTTP answer counts."""
-    request = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
-    try:
-        with _http.open(request, timeout=FUNCTION_READY_TIMEOUT) as response:
-            result.append(response.status)
-    except urllib.error.HTTPError as err:
-        result.append(err.code)
-    except (urllib.error.URLError, OSError):
-        result.append(None)  # not listening yet
-
-
 def wait_function(child, port, url):
-    """Wait until the function answers, failing early if watch or the function exits.
-
-    The probe runs in a thread: a request sent while the function is still
-    compiling waits inside watch, and the main thread watches the processes
-    meanwhile. watch does not restart a function that exits (e.g. one that
-    refuses to start for lack of configuration): the request would wait
-    forever, so a watch that listens but has no child process for a few
-    seconds means the function is gone."""
-    deadline = time.monotonic() + FUNCTION_READY_TIMEOUT
-    idle_since = None
-    while True:
-        result = []
-        thread = threading.Thread(target=probe, args=(url, result), daemon=True)
-        thread.start()
-        while thread.is_alive():
-            thread.join(0.25)
-            if not child.alive():
-                raise StackError(
-                    f"cargo lambda watch exited with code {child.popen.returncode} before the function answered"
-                )
-            if child.remember_family() or port_free(port):
-                idle_since = None
-            else:
-                idle_since = idle_since or time.monotonic()
-                if time.monotonic() - idle_since > 5:
-                    raise StackError("the function exited before answering a request (its output is above)")
-            if time.monotonic() > deadline:
-                raise StackError(f"the function did not answer on {url} within {FUNCTION_READY_TIMEOUT} s")
-        if result and result[0] is not None:
-            return result[0]
+    """Wait until POST {} without a token gets any HTTP answer, failing early if
+    watch or the function exits. watch does not restart a function that exits
+    (e.g. one that refuses to start for lack of configuration), and a request
+    would wait forever: a watch that listens but has had no child process for
+    5 s means the function is gone."""
+    deadline, idle_since = time.monotonic() + FUNCTION_READY_TIMEOUT, None
+    while time.monotonic() < deadline:
+        try:
+            return requests.post(url, data=b"{}", headers={"Content-Type": "application/json"}, timeout=5).status_code
+        except requests.RequestException:
+            pass  # not listening yet, or the function still starting
+        if not child.alive():
+            raise StackError(
+                f"cargo lambda watch exited with code {child.popen.returncode} before the function answered"
+            )
+        if child.remember_family() or port_free(port):
+            idle_since = None
+        elif time.monotonic() - (idle_since := idle_since or time.monotonic()) > 5:
+            raise StackError("the function exited before answering a request (its output is above)")
         time.sleep(0.25)
+    raise StackError(f"the function did not answer on {url} within {FUNCTION_READY_TIMEOUT} s")
 
 
 # ---- main -------------------------------------------------------------------
 
 
 def run(stack):
-    table = os.environ.get("TABLE_NAME", "").strip() or "plants"
-    token = os.environ.get("DEV_TOKEN", "") or DEFAULT_TOKEN
+    token, table = settings()
     if not re.fullmatch(r"[A-Za-z0-9._~+/-]+=*", token):
         raise StackError("DEV_TOKEN must be a bearer token (RFC 6750: letters, digits and -._~+/ then optional =)")
     port = port_setting("PORT", 9000)
@@ -591,7 +468,7 @@ def main():
     sys.stdout.reconfigure(line_buffering=True)
 
     def on_signal(signum, _frame):
-        raise Stopped(signum)
+        raise KeyboardInterrupt(signal.Signals(signum).name)
 
     for sig in STOP_SIGNALS:
         signal.signal(sig, on_signal)
@@ -600,11 +477,11 @@ def main():
     error = None
     try:
         run(stack)
-    except Stopped as stop:
+    except KeyboardInterrupt as stop:
         log(f"{stop} received, stopping")
     except StackError as err:
         error = str(err)
-    except (DynamoError, OSError) as err:
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as err:
         error = f"{type(err).__name__}: {err}"
     finally:
         # Further signals must not interrupt the cleanup.
@@ -618,6 +495,74 @@ def main():
         return 1
     log("stopped")
     return 0
+
+
+# ---- the stack as a child of a test or the load test ----------------------------
+
+
+class Background:
+    """This script as a child process on free ports, for the contract tests and
+    the load test; stop() stops it with SIGTERM, as Ctrl-C would, and checks
+    that both ports are free again."""
+
+    def __init__(self, env=None, release=False, log_path=None, echo="  | "):
+        env = dict(os.environ if env is None else env, PORT="0", DYNAMODB_PORT="0", PYTHONUNBUFFERED="1")
+        argv = [sys.executable, __file__] + (["--release"] if release else [])
+        self.log_path, self.echo, self.url, self.port, self.dynamodb_port = log_path, echo, None, None, None
+        self.recent = collections.deque(maxlen=40)  # the last lines, for a failure
+        self.ready = threading.Event()
+        self.process = subprocess.Popen(  # a session of its own: no terminal signals
+            argv, cwd=ROOT, env=env, stdin=DEVNULL, stdout=subprocess.PIPE, stderr=STDOUT, start_new_session=True
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        with open(self.log_path or os.devnull, "ab") as log_file:
+            for raw in self.process.stdout:
+                log_file.write(raw)
+                log_file.flush()
+                line = raw.decode(errors="replace").rstrip("\n")
+                self.recent.append(line)
+                if line.startswith("local-stack:") and not self.ready.is_set():
+                    print(f"{self.echo}{line}", flush=True)
+                # The ports as soon as they are named: stop() checks them even without READY.
+                if match := re.match(r"^local-stack: starting DynamoDB Local on port (\d+)", line):
+                    self.dynamodb_port = int(match[1])
+                elif match := re.match(rf"^local-stack: starting cargo lambda watch on {HOST}:(\d+)", line):
+                    self.port = int(match[1])
+                elif match := re.match(rf"^READY (http://{HOST}:(\d+)/plants)$", line):
+                    self.url, self.port = match[1], int(match[2])
+                    self.ready.set()
+
+    def wait_ready(self, timeout):
+        """Returns the /plants URL once the stack says READY."""
+        deadline = time.monotonic() + timeout
+        while not self.ready.wait(0.5):
+            if self.process.poll() is not None:
+                self._reader.join(5)
+                code, output = self.process.returncode, "\n".join(self.recent)
+                raise StackError(f"the local stack exited with code {code} before it was ready:\n{output}")
+            if time.monotonic() > deadline:
+                raise StackError(f"the local stack was not ready within {timeout} s")
+        return self.url
+
+    def stop(self, timeout=90):
+        """Stop the stack (it stops what it started); returns the problems, [] when none."""
+        problems = []
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                problems.append(f"local_stack.py did not stop within {timeout} s of SIGTERM: killed it")
+                self.process.kill()  # its children get a signal of their own (PR_SET_PDEATHSIG)
+                self.process.wait(10)
+        self._reader.join(10)
+        for name, port in (("function", self.port), ("DynamoDB Local", self.dynamodb_port)):
+            if port is not None and not wait_until(lambda port=port: port_free(port), 20):
+                problems.append(f"port {port} ({name}) is still in use after the stack stopped")
+        return problems
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 """Schemathesis hooks for the plant store's contract run.
 
-Loaded by scripts/contract_tests.py through the SCHEMATHESIS_HOOKS
+Loaded by tests/contract/test_schemathesis.py through the SCHEMATHESIS_HOOKS
 environment variable (schemathesis 4.x takes a file path there). No check is
 turned off and no failure is dropped here: one hook corrects the generator
 where JSON Schema cannot say what the contract says, and one keeps out the
 single kind of request that the local HTTP emulator, not the function,
-cannot carry. Each is proven by a test in scripts/contract_tests.py.
+cannot carry. Each is proven by a test in tests/contract/test_bodies.py.
 """
 
 import schemathesis
@@ -37,7 +37,7 @@ def map_case(context, case):
     mapped body is exactly as valid as before by the schema and now valid by
     the contract too, so `positive_data_acceptance` still demands a 2xx (or
     an allowed 409) for it. Negative cases are left alone, and the refusal
-    of `1.0` and `1e3` is asserted by contract_tests.py (and the Rust tests).
+    of `1.0` and `1e3` is asserted by the contract tests (and the Rust tests).
     """
     meta = case.meta
     if meta is not None and meta.generation.mode == GenerationMode.POSITIVE:
@@ -61,7 +61,7 @@ def filter_case(context, case):
     turns the HTTP request into a Lambda event with a string body and answers
     its own `500` (text/plain, none of our headers, the function never
     invoked) when the bytes are not UTF-8. That is the emulator, not the
-    function: contract_tests.py proves both halves on every run
+    function: tests/contract/test_bodies.py proves both halves on every run
     (`test_a_non_utf8_body_*`): the same bytes sent to the function through the
     Lambda invoke API as a base64 event get the contract's 400 (40001), and
     the HTTP front door still answers its own 500 (so the day the emulator

@@ -3,8 +3,8 @@
 
 use std::fmt;
 
+use crate::auth::jwt::{DEFAULT_SCOPE, JwtSettings, JwtVerifier, SettingError};
 use crate::auth::{Authenticator, StaticTokens};
-use crate::jwt::{DEFAULT_SCOPE, JwtSettings, JwtVerifier, SettingError};
 use crate::telemetry::{TelemetrySettingError, TelemetrySettings};
 
 #[derive(Debug, Clone)]

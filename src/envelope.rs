@@ -18,7 +18,8 @@ use lambda_http::http::header::{HOST, HeaderMap, HeaderName};
 use lambda_http::http::uri::{PathAndQuery, Uri};
 use lambda_http::request::{LambdaRequest, RequestOrigin};
 use lambda_http::{Body, IntoResponse, Request, Response, TransformResponse};
-use serde::Serialize;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
 use url::Url;
 
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
@@ -95,12 +96,39 @@ pub struct Decoded {
 /// own types and conversion, after [`repair`] has made the conversion safe.
 /// [`Repairs`] is attached to the request as an extension.
 pub fn decode(payload: &[u8]) -> Result<Decoded, UnsupportedEvent> {
-    let mut event: LambdaRequest = serde_json::from_slice(payload).map_err(UnsupportedEvent)?;
+    let mut event = match http_api_event(payload) {
+        Some(event) => event,
+        None => serde_json::from_slice(payload).map_err(UnsupportedEvent)?,
+    };
     let repairs = repair(&mut event);
     let origin = event.request_origin();
     let mut request = Request::from(event);
     request.extensions_mut().insert(repairs);
     Ok(Decoded { request, origin })
+}
+
+/// The top-level key every REST API and ALB event has, and no HTTP API
+/// (payload 2.0) or function URL event.
+#[derive(Deserialize)]
+struct Shape {
+    #[serde(rename = "httpMethod")]
+    http_method: Option<IgnoredAny>,
+}
+
+/// The event as `lambda_http` would read it, when it can only be an HTTP
+/// API or function URL event; `None` to let `lambda_http` decide. Its
+/// deserializer tries the REST API's event first, then the HTTP API's:
+/// a whole failed parse of every HTTP API event before the one that
+/// succeeds. Without a top-level `httpMethod`, which the REST API's and the
+/// ALB's events require, only the HTTP API's can match, so it is read
+/// directly, and the result is the same (`envelope` tests hold both equal).
+fn http_api_event(payload: &[u8]) -> Option<LambdaRequest> {
+    match serde_json::from_slice(payload) {
+        Ok(Shape { http_method: None }) => serde_json::from_slice(payload)
+            .ok()
+            .map(LambdaRequest::ApiGatewayV2),
+        _ => None,
+    }
 }
 
 /// The front door's JSON for `response`, by `lambda_http`'s own conversion
@@ -285,6 +313,26 @@ mod tests {
     use super::*;
     use lambda_http::RequestExt;
     use serde_json::{Value, json};
+
+    #[test]
+    fn the_http_api_shortcut_reads_every_sample_event_as_lambda_http_does() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events");
+        let mut read_directly = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let payload = std::fs::read(&path).unwrap();
+            let theirs: LambdaRequest = serde_json::from_slice(&payload).unwrap();
+            match http_api_event(&payload) {
+                Some(ours) => {
+                    assert!(matches!(theirs, LambdaRequest::ApiGatewayV2(_)), "{path:?}");
+                    assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{path:?}");
+                    read_directly += 1;
+                }
+                None => assert!(!matches!(theirs, LambdaRequest::ApiGatewayV2(_)), "{path:?}"),
+            }
+        }
+        assert!(read_directly >= 10, "{read_directly} HTTP API events");
+    }
 
     fn http_api(change: impl FnOnce(&mut Value)) -> Vec<u8> {
         let mut event = json!({

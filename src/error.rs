@@ -9,8 +9,7 @@ use lambda_http::http::header::{ALLOW, HeaderName, HeaderValue, RETRY_AFTER, WWW
 use serde::Serialize;
 
 use crate::auth::AuthError;
-use crate::handler::MAX_BODY_BYTES;
-use crate::plant::{BodyError, PlantId};
+use crate::plant::{BodyError, MAX_BODY_BYTES, PlantId};
 use crate::store::StoreError;
 
 /// Seconds a client should wait before retrying a 503.
@@ -139,21 +138,6 @@ impl ApiError {
     }
 }
 
-/// An error with its whole source chain on one line, for the log.
-pub(crate) struct Chain<'a>(pub(crate) &'a dyn std::error::Error);
-
-impl std::fmt::Display for Chain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(err) = source {
-            write!(f, ": {err}")?;
-            source = err.source();
-        }
-        Ok(())
-    }
-}
-
 impl From<AuthError> for ApiError {
     fn from(err: AuthError) -> Self {
         Self::Auth(err)
@@ -179,6 +163,15 @@ impl From<StoreError> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_client_told_to_retry_after_a_503_finds_the_issuers_keys_tried_again() {
+        assert_eq!(
+            Duration::from_secs(u64::from(RETRY_AFTER_SECONDS)),
+            crate::auth::jwt::RETRY_INTERVAL
+        );
+    }
     use crate::plant::Bound;
 
     fn header(err: &ApiError, name: HeaderName) -> Option<String> {

@@ -12,13 +12,13 @@ use serde::Serialize;
 
 use crate::auth::Authenticator;
 use crate::envelope::Repairs;
-use crate::error::{ApiError, Chain};
+use crate::error::ApiError;
+use crate::logging::Chain;
 use crate::plant::{BodyError, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
 use crate::telemetry::{Invocation, Telemetry};
 
-/// The largest accepted body, in bytes after any base64 decoding.
-pub const MAX_BODY_BYTES: usize = 16 * 1024;
+pub use crate::plant::MAX_BODY_BYTES;
 
 const PLANTS_PATH: &str = "/plants";
 const X_CONTENT_TYPE_OPTIONS: HeaderName = HeaderName::from_static("x-content-type-options");

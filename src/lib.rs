@@ -8,7 +8,6 @@ pub mod config;
 pub mod envelope;
 pub mod error;
 pub mod handler;
-pub mod jwt;
 pub mod logging;
 pub mod plant;
 pub mod runtime;

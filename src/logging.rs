@@ -82,6 +82,21 @@ fn filter(level: Option<&str>) -> EnvFilter {
     EnvFilter::builder().parse_lossy(format!("{level},{RAW_EVENT_TARGET}={capped}"))
 }
 
+/// An error with its whole source chain on one line, for the log.
+pub(crate) struct Chain<'a>(pub(crate) &'a dyn std::error::Error);
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(err) = source {
+            write!(f, ": {err}")?;
+            source = err.source();
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

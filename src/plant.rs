@@ -9,6 +9,9 @@ use serde::Serialize;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+/// The largest accepted body, in bytes after any base64 decoding; checked
+/// before parsing (`handler.rs`), so a larger one never reaches the parser.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
 /// The longest accepted `name`, in Unicode characters.
 pub const NAME_MAX_CHARS: usize = 256;
 /// The longest accepted `tag`, in Unicode characters.

@@ -8,7 +8,7 @@ use plant_store::store::DynamoStore;
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::helpers::{Event, TestApp, assert_item, client_for, send, unique_name};
+use crate::helpers::{Event, TestApp, TestResponse, assert_item, client_for, send, unique_name};
 
 #[tokio::test]
 async fn a_new_plant_with_a_tag_is_stored_exactly_and_echoed_without_its_id() {
@@ -416,125 +416,84 @@ async fn an_http_api_on_a_named_stage_routes_like_the_default_stage() {
     assert_eq!(response.status, 200, "{}", response.body);
 }
 
+/// The custom-domain sample event of one front door, and where its path
+/// and the route API Gateway matched are written.
+struct CustomDomain {
+    file: &'static str,
+    path: &'static str,
+    route: &'static str,
+}
+
+const HTTP_API: CustomDomain = CustomDomain {
+    file: "create-http-api-custom-domain.json",
+    path: "/rawPath",
+    route: "/requestContext/routeKey",
+};
+
+const REST_API: CustomDomain = CustomDomain {
+    file: "create-rest-api-custom-domain.json",
+    path: "/path",
+    route: "/requestContext/resourcePath",
+};
+
+/// Sends each case, the event of a front door with a path and a route
+/// written in, to a fresh app: the case named, the answer, and how many
+/// items the table holds afterwards.
+async fn send_behind_a_custom_domain(
+    cases: &[(CustomDomain, &str, &str)],
+) -> Vec<(String, TestResponse, usize)> {
+    let mut outcomes = Vec::with_capacity(cases.len());
+    for (front, path, route) in cases {
+        let app = TestApp::new().await;
+        let event = Event::load(front.file)
+            .set(front.path, json!(path))
+            .set(front.route, json!(route));
+        let response = app.send(event.request()).await;
+        let items = app.items().await.len();
+        outcomes.push((format!("{} {path} {route}", front.file), response, items));
+    }
+    outcomes
+}
+
 #[tokio::test]
 async fn behind_a_custom_domain_mapping_keys_of_any_depth_route_to_plants() {
-    for (file, path_pointer, path, route_pointer, route) in [
-        (
-            "create-http-api-custom-domain.json",
-            "/rawPath",
-            "/v1/plants",
-            "/requestContext/routeKey",
-            "POST /plants",
-        ),
-        (
-            "create-http-api-custom-domain.json",
-            "/rawPath",
-            "/orders/v1/plants",
-            "/requestContext/routeKey",
-            "POST /plants",
-        ),
-        (
-            "create-http-api-custom-domain.json",
-            "/rawPath",
-            "/v1/plants",
-            "/requestContext/routeKey",
-            "ANY /plants",
-        ),
-        (
-            "create-rest-api-custom-domain.json",
-            "/path",
-            "/orders/v1/plants",
-            "/requestContext/resourcePath",
-            "/plants",
-        ),
-        (
-            "create-rest-api-custom-domain.json",
-            "/path",
-            "/v1/plants",
-            "/requestContext/resourcePath",
-            "/plants",
-        ),
-    ] {
-        let app = TestApp::new().await;
-        let event = Event::load(file)
-            .set(path_pointer, json!(path))
-            .set(route_pointer, json!(route));
+    let outcomes = send_behind_a_custom_domain(&[
+        (HTTP_API, "/v1/plants", "POST /plants"),
+        (HTTP_API, "/orders/v1/plants", "POST /plants"),
+        (HTTP_API, "/v1/plants", "ANY /plants"),
+        (REST_API, "/orders/v1/plants", "/plants"),
+        (REST_API, "/v1/plants", "/plants"),
+    ])
+    .await;
 
-        let response = app.send(event.request()).await;
-
-        assert_eq!(response.status, 200, "{file} {path} {route}: {}", response.body);
-        assert_eq!(app.items().await.len(), 1, "{file} {path} {route}");
+    for (case, response, items) in outcomes {
+        assert_eq!(response.status, 200, "{case}: {}", response.body);
+        assert_eq!(items, 1, "{case}");
     }
 }
 
 #[tokio::test]
 async fn behind_a_custom_domain_a_path_that_is_not_ours_is_still_404() {
-    for (file, path_pointer, path, route_pointer, route) in [
+    let outcomes = send_behind_a_custom_domain(&[
         // A $default route or a greedy resource names no path of ours.
-        (
-            "create-http-api-custom-domain.json",
-            "/rawPath",
-            "/v1/plants",
-            "/requestContext/routeKey",
-            "$default",
-        ),
-        (
-            "create-http-api-custom-domain.json",
-            "/rawPath",
-            "/v1/animals",
-            "/requestContext/routeKey",
-            "$default",
-        ),
-        (
-            "create-rest-api-custom-domain.json",
-            "/path",
-            "/v1/plants",
-            "/requestContext/resourcePath",
-            "/{proxy+}",
-        ),
+        (HTTP_API, "/v1/plants", "$default"),
+        (HTTP_API, "/v1/animals", "$default"),
+        (REST_API, "/v1/plants", "/{proxy+}"),
         // The route must end the path at a segment boundary, after whole segments.
-        (
-            "create-http-api-custom-domain.json",
-            "/rawPath",
-            "/v1xplants",
-            "/requestContext/routeKey",
-            "POST /plants",
-        ),
-        (
-            "create-http-api-custom-domain.json",
-            "/rawPath",
-            "/v1//plants",
-            "/requestContext/routeKey",
-            "POST /plants",
-        ),
-        (
-            "create-http-api-custom-domain.json",
-            "/rawPath",
-            "/v1/plants/extra",
-            "/requestContext/routeKey",
-            "POST /plants",
-        ),
-        (
-            "create-rest-api-custom-domain.json",
-            "/path",
-            "/orders/v1/animals",
-            "/requestContext/resourcePath",
-            "/plants",
-        ),
-    ] {
-        let app = TestApp::new().await;
-        let event = Event::load(file)
-            .set(path_pointer, json!(path))
-            .set(route_pointer, json!(route));
+        (HTTP_API, "/v1xplants", "POST /plants"),
+        (HTTP_API, "/v1//plants", "POST /plants"),
+        (HTTP_API, "/v1/plants/extra", "POST /plants"),
+        (REST_API, "/orders/v1/animals", "/plants"),
+    ])
+    .await;
 
-        let response = app.send(event.request()).await;
-
+    for (case, response, items) in outcomes {
         assert_eq!(
             (response.status, &response.body),
             (404, &json!({ "error": 40401, "message": "no such resource" })),
-            "{file} {path} {route}"
+            "{case}"
         );
-        assert!(app.items().await.is_empty(), "{file} {path} {route}");
+        assert_eq!(items, 0, "{case}");
     }
 }
 

@@ -1,0 +1,118 @@
+"""Bad bodies: each a 400 with its code and exact message, and nothing written."""
+
+import base64
+import json
+
+import pytest
+from helpers import HOST, I64_MAX, I64_MIN, TOKEN, assert_error, fresh_id, header
+
+i = fresh_id()
+LENGTH = "field `{}` must be {} characters"
+WHITESPACE = "field `{}` must not be only whitespace"
+CONTROL = "field `{}` must not contain control characters"
+INTEGER, STRING = "field `id` must be an integer", "field `{}` must be a string"
+ID_INT64 = f"field `id` must be an integer from {I64_MIN} to {I64_MAX}"
+NOT_JSON = "request body is not valid JSON: "
+OBJECT = "request body must be a JSON object"
+
+
+BAD_BODIES = [  # (label, body, code, message), all under the one fresh id `i`
+    ("empty", b"", 40001, "request body is empty"),
+    ("only whitespace", b"  \n", 40001, NOT_JSON + "EOF while parsing a value at line 2 column 0"),
+    (
+        "a missing comma",
+        f'{{"id": {i} "name": "Fern"}}',
+        40001,
+        NOT_JSON + f"expected `,` or `}}` at line 1 column {9 + len(str(i))}",
+    ),
+    (
+        "trailing garbage",
+        f'{{"id": {i}, "name": "Fern"}} x',
+        40001,
+        NOT_JSON + f"trailing characters at line 1 column {26 + len(str(i))}",
+    ),
+    ("an array", b"[1, 2]", 40001, OBJECT),
+    ("a string", b'"plant"', 40001, OBJECT),
+    ("null", b"null", 40001, OBJECT),
+    ("a duplicate field", f'{{"id": {i}, "name": "a", "name": "b"}}', 40001, "duplicate field `name`"),
+    ("a duplicate id", f'{{"id": {i}, "id": {i}, "name": "a"}}', 40001, "duplicate field `id`"),
+    ("an unknown field", {"id": i, "name": "Fern", "colour": "green"}, 40005, "unknown field `colour`"),
+    ("an unknown field before a missing one", {"id": i, "Name": "Fern"}, 40005, "unknown field `Name`"),
+    ("no name", {"id": i}, 40002, "missing required field `name`"),
+    ("no id", {"name": "Fern"}, 40002, "missing required field `id`"),
+    ("an empty object", {}, 40002, "missing required field `id`"),
+    ("id 1.0", f'{{"id": {i}.0, "name": "Fern"}}', 40003, INTEGER),
+    ("id 1e3", f'{{"id": {i}e0, "name": "Fern"}}', 40003, INTEGER),
+    ("id 1E+2", '{"id": 1E+2, "name": "Fern"}', 40003, INTEGER),
+    ("id -0.0", '{"id": -0.0, "name": "Fern"}', 40003, INTEGER),
+    ("id as a string", {"id": str(i), "name": "Fern"}, 40003, INTEGER),
+    ("id null", {"id": None, "name": "Fern"}, 40003, INTEGER),
+    ("id true", {"id": True, "name": "Fern"}, 40003, INTEGER),
+    ("id above int64", {"id": I64_MAX + 1, "name": "Fern"}, 40004, ID_INT64),
+    ("id below int64", {"id": I64_MIN - 1, "name": "Fern"}, 40004, ID_INT64),
+    ("name null", {"id": i, "name": None}, 40003, STRING.format("name")),
+    ("name a number", {"id": i, "name": 5}, 40003, STRING.format("name")),
+    ("name an array", {"id": i, "name": ["Fern"]}, 40003, STRING.format("name")),
+    ("name empty", {"id": i, "name": ""}, 40004, LENGTH.format("name", "1 to 256")),
+    ("name 257 characters", {"id": i, "name": "n" * 257}, 40004, LENGTH.format("name", "1 to 256")),
+    ("name only spaces", {"id": i, "name": "   "}, 40004, WHITESPACE.format("name")),
+    ("name only Unicode whitespace", {"id": i, "name": "\u3000\u2003"}, 40004, WHITESPACE.format("name")),
+    ("name with NUL", {"id": i, "name": "a\u0000b"}, 40004, CONTROL.format("name")),
+    ("name with a newline", {"id": i, "name": "a\nb"}, 40004, CONTROL.format("name")),
+    ("name with DEL", {"id": i, "name": "a\u007f"}, 40004, CONTROL.format("name")),
+    ("tag null", {"id": i, "name": "Fern", "tag": None}, 40003, STRING.format("tag")),
+    ("tag a number", {"id": i, "name": "Fern", "tag": 1}, 40003, STRING.format("tag")),
+    ("tag empty", {"id": i, "name": "Fern", "tag": ""}, 40004, LENGTH.format("tag", "1 to 64")),
+    ("tag 65 characters", {"id": i, "name": "Fern", "tag": "t" * 65}, 40004, LENGTH.format("tag", "1 to 64")),
+    ("tag only whitespace", {"id": i, "name": "Fern", "tag": " "}, 40004, WHITESPACE.format("tag")),
+    ("tag with a tab", {"id": i, "name": "Fern", "tag": "a\tb"}, 40004, CONTROL.format("tag")),
+    ("id checked before name", {"id": "x", "name": ""}, 40003, INTEGER),
+    ("name checked before tag", {"id": i, "name": "", "tag": ""}, 40004, LENGTH.format("name", "1 to 256")),
+]
+
+
+@pytest.mark.parametrize("body, code, message", [case[1:] for case in BAD_BODIES], ids=[case[0] for case in BAD_BODIES])
+def test_bad_bodies_are_a_400_with_their_code_and_nothing_is_written(api, body, code, message):
+    assert_error(api.call(body=body), 400, code, message)
+    api.assert_nothing_stored(i, 0, 100)
+
+
+def test_a_non_utf8_body_gets_40001_from_the_function_itself(api):
+    # Sent as a base64 event straight to the function through the Lambda
+    # invoke API that `cargo lambda watch` emulates: what API Gateway
+    # does with a body it does not treat as text.
+    plant_id = fresh_id()
+    raw = f'{{"id":{plant_id},"name":"\xff"}}'.encode("latin-1")
+    headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json", "content-length": str(len(raw))}
+    http = {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"}
+    context = {"accountId": "123456789012", "apiId": "contract", "domainName": "contract.example"}
+    context.update(domainPrefix="contract", http=dict(http, userAgent="contract-tests"), requestId="contract-non-utf8")
+    context.update(routeKey="$default", stage="$default", time="01/Jan/2025:00:00:00 +0000", timeEpoch=1735689600000)
+    event = {"version": "2.0", "routeKey": "$default", "rawPath": "/plants", "rawQueryString": "", "headers": headers}
+    event.update(requestContext=context, body=base64.b64encode(raw).decode(), isBase64Encoded=True)
+    url = f"http://{HOST}:{api.port}/2015-03-31/functions/plant-store/invocations"  # the binary's name
+    response = api.session.post(url, data=json.dumps(event).encode(), headers={"Content-Type": "application/json"})
+    answer = response.json()
+    assert response.status_code == 200, answer
+    assert answer["statusCode"] == 400, answer
+    headers = {k.lower(): v for k, v in answer["headers"].items()}
+    assert headers.get("content-type") == "application/json", answer
+    assert headers.get("cache-control") == "no-store", answer
+    message = f"request body is not valid JSON: invalid unicode code point at line 1 column {len(raw) - 2}"
+    assert json.loads(answer["body"]) == {"error": 40001, "message": message}
+    api.assert_nothing_stored(plant_id)
+
+
+def test_a_non_utf8_body_over_http_gets_the_emulators_own_500(api):
+    # `cargo lambda watch` cannot put these bytes in an event and answers
+    # 500 itself; the function is never invoked (no X-Request-Id, not our
+    # content type). This is why scripts/schemathesis_hooks.py keeps
+    # non-UTF-8 bodies out of the schemathesis run. If this test fails
+    # because the emulator now passes them on, expect 400/40001 here
+    # and remove that filter.
+    plant_id = fresh_id()
+    response = api.call(body=f'{{"id":{plant_id},"name":"\xff"}}'.encode("latin-1"))
+    assert response.status_code == 500, response.content
+    assert header(response, "x-request-id") == [], response.headers
+    assert header(response, "content-type") != ["application/json"], response.headers
+    api.assert_nothing_stored(plant_id)
