@@ -356,7 +356,7 @@ def targets(figures):
     for rust in rust_names(figures):
         f = https[rust]
 
-        def target(name, value, limit, unit):
+        def target(name, value, limit, unit, rust=rust):
             out.append(
                 {
                     "subject": rust,
@@ -550,7 +550,10 @@ def managed_instances_markdown(mi):
 
 def long_markdown(long):
     lines = [
-        f"### Memory over time (one process, warm invocations back to back, DynamoDB Local over {long['transport'].upper()})",
+        (
+            "### Memory over time (one process, warm invocations back to back, DynamoDB Local over "
+            f"{long['transport'].upper()})"
+        ),
         "",
     ]
     lines.append(
@@ -577,7 +580,8 @@ def cost_markdown(cost):
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in cost["per_million_creates"]:
         lines.append(
-            f"| {row['implementation']} | {row['memory_mb']} MB | {row['billed_ms_light']} | {_fmt(row['billed_ms_busy'])} "
+            f"| {row['implementation']} | {row['memory_mb']} MB | {row['billed_ms_light']} "
+            f"| {_fmt(row['billed_ms_busy'])} "
             f"| {row['arm64_usd_light']:.3f} | {row['arm64_usd_busy']:.3f} "
             f"| {row['x86_64_usd_light']:.3f} | {row['x86_64_usd_busy']:.3f} |"
         )

@@ -475,7 +475,7 @@ def warm_run(run, subject, transport, count, events, quota=None):
         fn.api.wait_next()
         window_s = time.perf_counter() - window_start
         cpu_total = fn.cpu() - cpu_start
-        user, system = (end - start for end, start in zip(fn.user_sys_ticks(), ticks_start))
+        user, system = (end - start for end, start in zip(fn.user_sys_ticks(), ticks_start, strict=True))
         return {
             "wall_ms": walls,
             "cpu_in_window_ms": cpus,

@@ -86,7 +86,8 @@ def soak(binary, invocations, baseline, checkpoints, scratch, concurrency=1):
             try:
                 fn.api.wait_next(timeout=10, count=concurrency)
             except TimeoutError:
-                raise SystemExit(f"error: the function parked {len(fn.api.parked)} of {concurrency} GET /next at once")
+                parked = len(fn.api.parked)
+                raise SystemExit(f"error: the function parked {parked} of {concurrency} GET /next at once") from None
             done = 0
             for n in marks:
                 if concurrency == 1:
@@ -103,7 +104,7 @@ def soak(binary, invocations, baseline, checkpoints, scratch, concurrency=1):
                              "elapsed_s": round(time.monotonic() - started, 1)})  # fmt: skip
                 log(f"  {n:>9,} invocations: peak RSS {hwm / 1024:7.2f} MB, RSS {rss / 1024:7.2f} MB")
         except (FunctionDied, TimeoutError, ProtocolError) as err:
-            raise SystemExit(f"error: the function failed during the soak: {err}; see {fn.log_path}")
+            raise SystemExit(f"error: the function failed during the soak: {err}; see {fn.log_path}") from err
         finally:
             fn.stop()
         stored = client.count(table)
