@@ -448,7 +448,7 @@ def cold_starts(run, subjects, transport, rounds, events, quota=None):
                         if counter in stat and counter in stat_before:
                             sample[f"{key}_{counter}"] = stat[counter] - stat_before[counter]
                 samples[subject.name].append(sample)
-            except (FunctionDied, TimeoutError) as err:
+            except (FunctionDied, TimeoutError, ProtocolError) as err:
                 fail(f"{subject.name} over {transport}: {err}; see {fn.log_path}")
             finally:
                 fn.stop()
@@ -486,7 +486,7 @@ def warm_run(run, subject, transport, count, events, quota=None):
             # as the function asks for it.
             "invocations_per_s": count / window_s,
         }
-    except (FunctionDied, TimeoutError) as err:
+    except (FunctionDied, TimeoutError, ProtocolError) as err:
         fail(f"{subject.name} over {transport}: {err}; see {fn.log_path}")
     finally:
         fn.stop()
@@ -799,7 +799,7 @@ def long_run(run, subject, transport, count, events):
             "duration_s": time.perf_counter() - started,
             "cpu_per_invocation_ms": (fn.cpu() - cpu_start) / 1e6 / count,
         }
-    except (FunctionDied, TimeoutError) as err:
+    except (FunctionDied, TimeoutError, ProtocolError) as err:
         fail(f"{subject.name} long run over {transport}: {err}; see {fn.log_path}")
     finally:
         fn.stop()
@@ -907,7 +907,7 @@ def smoke(args, subjects, scratch):
                             problems.append(f"{label}: {response.get('statusCode')} {response.get('body')}")
                         elif headers.get("content-type") != "application/json" or "x-request-id" not in headers:
                             problems.append(f"{label}: standard headers missing: {headers}")
-                except (FunctionDied, TimeoutError) as err:
+                except (FunctionDied, TimeoutError, ProtocolError) as err:
                     problems.append(f"{err}; see {fn.log_path}")
                 finally:
                     fn.stop()
