@@ -264,25 +264,29 @@ load-short: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## The load test's
 # quicker one: make bench BENCH_ARGS="--memory 128 --long 5000". The
 # idiomatic Rust peer is built into .tools/bench/ when its sources change
 # (several minutes the first time).
-bench: check-cargo check-java check-node check-python $(STAMP_DDB) ## The benchmark: whole cores, then Lambda's memory sizes under a CPU quota, memory over time, cost; vs Python, Node.js and idiomatic Rust; results in bench/results/
-	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/run.py $(BENCH_ARGS)
+bench: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_VENV) ## The benchmark: whole cores, Lambda's memory sizes under a CPU quota, throughput at concurrency 1-64, memory over time, cost; vs Python, Node.js and idiomatic Rust; results in bench/results/
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py $(BENCH_ARGS)
 
 # The idiomatic Rust peer joins the smoke once `make bench` has built it
 # (later changes rebuild in seconds on that warm cache): its first build,
 # several minutes, would make `make test` much longer.
-bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) ## A few checked invocations of each benchmark implementation (make test runs it)
-	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/run.py --smoke
+bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_VENV) ## A few checked invocations of each benchmark implementation (make test runs it)
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --smoke
 
 # The soak: one warm process, every invocation with a fresh trace id, its
 # peak RSS read at checkpoints (bench/soak.py; docs/performance.md).
+# SOAK_CONCURRENCY=N keeps N invocations in flight (AWS_LAMBDA_MAX_CONCURRENCY).
 SOAK_ARGS ?=
-soak: check-cargo check-java check-python $(STAMP_DDB) ## One warm process, 200,000 invocations (release build): peak RSS may grow 1 MB at most; SOAK_ARGS for more
-	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/soak.py $(SOAK_ARGS)
+SOAK_CONCURRENCY ?= 1
+soak: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## One warm process, 200,000 invocations (release build): peak RSS may grow 1 MB at most; SOAK_CONCURRENCY=N in flight, SOAK_ARGS for more
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --concurrency $(SOAK_CONCURRENCY) $(SOAK_ARGS)
 
 # The short version inside make test: 20,000 invocations leaked 1.7 MB
 # before src/runtime.rs and grow by under 0.1 MB now; 0.5 MB is far from both.
-soak-short: check-cargo check-java check-python $(STAMP_DDB) ## The soak's short version that make test runs (20,000 invocations, debug build, bound 0.5 MB)
-	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" python3 bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4
+# Then the same at concurrency 8, as on Lambda Managed Instances.
+soak-short: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## The soak's short version that make test runs (20,000 invocations, debug build, bound 0.5 MB; one at a time, then 8 at once)
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4 --concurrency 8
 
 # Fuzzing is not part of make test: the committed corpus is replayed there
 # by a normal test (tests/api/fuzz_corpus.rs) instead. With no sanitizer

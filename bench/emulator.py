@@ -6,9 +6,24 @@ and from two timestamps taken in this process right before the event is
 written and right after the response is read. A hand-rolled HTTP/1.1 loop
 over `selectors` keeps the work between those two timestamps to a parse of
 one small request (tens of microseconds), with no threads, locks or
-framework in the way, and it is the same for every implementation. A Rust
+framework in the way, and it is the same for every implementation. No
+library fits: an HTTP server framework would put its own threads or event
+loop and routing inside the timed window, and none of them lets the caller
+hold a `GET /next` open until the harness decides to answer it. A Rust
 emulator would shave those microseconds but would be one more program to
 build before anything can be measured.
+
+Two ways to serve. `invoke` is the sequential path (one event, one answer,
+nothing else in flight), used for every cold and warm figure: the window
+between the two timestamps holds only this invocation. `serve` is the
+concurrent path, as on Lambda Managed Instances: every parked `GET /next`
+(one per worker, each on its own connection) gets an event as long as fewer
+than `concurrency` are in flight; its latencies include the queueing in
+this one loop, which is part of what a throughput figure measures.
+
+Every event carries a fresh request id, trace id and
+`Lambda-Runtime-Invocation-Id`; every answer must come on that request id's
+path, once, and echo that invocation id exactly (`require_echo`).
 
 CPU time comes from the kernel's per-process CPU clock (the clock
 `clock_getcpuclockid(3)` names, read with `clock_gettime`): nanosecond
@@ -16,6 +31,8 @@ resolution, all threads included, even those that have exited, read at the
 exact moments the function is blocked on the Runtime API.
 """
 
+import collections
+import contextlib
 import json
 import selectors
 import socket
@@ -53,25 +70,60 @@ class FunctionDied(RuntimeError):
     pass
 
 
+class ProtocolError(RuntimeError):
+    """The function broke the Runtime API contract (a wrong path, request id
+    or invocation id)."""
+
+
 class _Connection:
     def __init__(self, sock):
         self.sock = sock
         self.buffer = b""
 
 
+class Invocation:
+    """One event handed out: its ids, and its answer once it came."""
+
+    def __init__(self, event, timeout):
+        self.request_id = str(uuid.uuid4())
+        self.invocation_id = str(uuid.uuid4())
+        self.trace_id = (
+            f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};Sampled=0"
+        )
+        self.head = (
+            "HTTP/1.1 200 OK\r\n"
+            "Content-Type: application/json\r\n"
+            f"Lambda-Runtime-Aws-Request-Id: {self.request_id}\r\n"
+            f"Lambda-Runtime-Deadline-Ms: {int(time.time() * 1000 + timeout * 1000)}\r\n"
+            f"Lambda-Runtime-Invoked-Function-Arn: {FUNCTION_ARN}\r\n"
+            f"Lambda-Runtime-Trace-Id: {self.trace_id}\r\n"
+            f"Lambda-Runtime-Invocation-Id: {self.invocation_id}\r\n"
+            f"Content-Length: {len(event)}\r\n\r\n"
+        ).encode() + event
+        self.sent = self.answered = self.body = None
+
+    @property
+    def wall_ns(self):
+        return self.answered - self.sent
+
+
 class RuntimeApi:
     """The Runtime API for one function process: `/next`, `/response`,
-    `/error`, with the headers `lambda_runtime` requires."""
+    `/error`, `/init/error`, with the headers `lambda_runtime` requires."""
 
-    def __init__(self):
+    def __init__(self, require_echo=True):
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(16)
+        self.listener.listen(128)
         self.listener.setblocking(False)
-        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.listener, selectors.EVENT_READ, None)
-        self.pending_next = None  # the connection waiting in GET /next
+        self.parked = collections.deque()  # connections waiting in GET /next
+        self.max_parked = 0  # the most GET /next parked at once
+        self.require_echo = require_echo
+        self.missing_echo = 0  # answers without the invocation id (require_echo off)
+        self.deadline = 0.0
         self.proc = None
 
     def close(self):
@@ -82,11 +134,11 @@ class RuntimeApi:
                 pass
         self.selector.close()
 
-    def _requests(self, deadline):
+    def _requests(self):
         """Yields (connection, method, path, headers, body) as requests
-        arrive, until `deadline` (monotonic seconds)."""
+        arrive, until `self.deadline` (monotonic seconds)."""
         while True:
-            timeout = deadline - time.monotonic()
+            timeout = self.deadline - time.monotonic()
             if timeout <= 0:
                 raise TimeoutError("the function did not call the Runtime API in time")
             events = self.selector.select(min(timeout, 0.5))
@@ -107,64 +159,120 @@ class RuntimeApi:
                 if not data:
                     self.selector.unregister(conn.sock)
                     conn.sock.close()
-                    if self.pending_next is conn:
-                        self.pending_next = None
+                    if conn in self.parked:
+                        self.parked.remove(conn)
                     continue
                 conn.buffer += data
                 while (request := _parse(conn)) is not None:
                     yield (conn, *request)
 
-    def wait_next(self, timeout=60.0):
-        """Returns once the function waits in GET /next."""
-        deadline = time.monotonic() + timeout
-        if self.pending_next is not None:
+    def _other(self, conn, method, path):
+        """A request that is neither an answer nor `/next`."""
+        if path == RUNTIME_PREFIX + "/init/error":
+            _reply(conn, 202, b'{"status":"OK"}')
+            raise FunctionDied("the function reported an init error")
+        _reply(conn, 404, b"{}")
+        raise ProtocolError(f"the function called {method} {path}")
+
+    def _park(self, conn):
+        self.parked.append(conn)
+        self.max_parked = max(self.max_parked, len(self.parked))
+
+    def _check_echo(self, invocation, headers):
+        echoed = headers.get("lambda-runtime-invocation-id")
+        if echoed is None and not self.require_echo:
+            self.missing_echo += 1
+        elif echoed != invocation.invocation_id:
+            raise ProtocolError(
+                f"the answer to {invocation.request_id} carried Lambda-Runtime-Invocation-Id {echoed!r}, "
+                f"not {invocation.invocation_id!r}"
+            )
+
+    def wait_next(self, timeout=60.0, count=1):
+        """Returns once the function waits in GET /next `count` times at once."""
+        self.deadline = time.monotonic() + timeout
+        if len(self.parked) >= count:
             return
-        for conn, method, path, _headers, _body in self._requests(deadline):
+        for conn, method, path, _headers, _body in self._requests():
             if method == "GET" and path == RUNTIME_PREFIX + "/invocation/next":
-                self.pending_next = conn
-                return
-            if path == RUNTIME_PREFIX + "/init/error":
-                _reply(conn, 202, b'{"status":"OK"}')
-                raise FunctionDied("the function reported an init error")
-            _reply(conn, 404, b"{}")
+                self._park(conn)
+                if len(self.parked) >= count:
+                    return
+            else:
+                self._other(conn, method, path)
 
     def invoke(self, event, timeout=30.0, on_sent=None, on_response=None):
-        """Delivers `event` (bytes) to the waiting GET /next and returns
-        (response body, sent_ns, answered_ns), with the two timestamps taken
-        right before the event is written and right after the response is
-        read. `on_sent` and `on_response` run at those moments (for CPU
-        clock readings), outside the timed window's edges."""
+        """The sequential path: delivers `event` (bytes) to the waiting GET
+        /next and returns (response body, sent_ns, answered_ns), with the two
+        timestamps taken right before the event is written and right after
+        the response is read. `on_sent` and `on_response` run at those
+        moments (for CPU clock readings), outside the timed window's edges."""
         self.wait_next(timeout)
-        request_id = str(uuid.uuid4())
-        deadline_ms = int(time.time() * 1000 + timeout * 1000)
-        head = (
-            "HTTP/1.1 200 OK\r\n"
-            "Content-Type: application/json\r\n"
-            f"Lambda-Runtime-Aws-Request-Id: {request_id}\r\n"
-            f"Lambda-Runtime-Deadline-Ms: {deadline_ms}\r\n"
-            f"Lambda-Runtime-Invoked-Function-Arn: {FUNCTION_ARN}\r\n"
-            f"Lambda-Runtime-Trace-Id: Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Sampled=0\r\n"
-            f"Content-Length: {len(event)}\r\n\r\n"
-        ).encode()
-        conn, self.pending_next = self.pending_next, None
+        invocation = Invocation(event, timeout)
+        conn = self.parked.popleft()
         if on_sent:
             on_sent()
         sent = time.perf_counter_ns()
-        conn.sock.sendall(head + event)
-        deadline = time.monotonic() + timeout
-        for conn, method, path, _headers, body in self._requests(deadline):
-            if method == "POST" and path == f"{RUNTIME_PREFIX}/invocation/{request_id}/response":
+        conn.sock.sendall(invocation.head)
+        self.deadline = time.monotonic() + timeout
+        answer = f"{RUNTIME_PREFIX}/invocation/{invocation.request_id}/"
+        for conn, method, path, headers, body in self._requests():
+            if method == "POST" and path == answer + "response":
                 answered = time.perf_counter_ns()
                 if on_response:
                     on_response()
                 _reply(conn, 202, b'{"status":"OK"}')
+                self._check_echo(invocation, headers)
                 return body, sent, answered
-            if method == "POST" and path == f"{RUNTIME_PREFIX}/invocation/{request_id}/error":
+            if method == "POST" and path == answer + "error":
                 _reply(conn, 202, b'{"status":"OK"}')
                 raise FunctionDied(f"the function reported an invocation error: {body[:500]!r}")
             if method == "GET" and path == RUNTIME_PREFIX + "/invocation/next":
-                raise RuntimeError("the function asked for the next event without answering this one")
-            _reply(conn, 404, b"{}")
+                raise ProtocolError("the function asked for the next event without answering this one")
+            self._other(conn, method, path)
+
+    def serve(self, events, concurrency, timeout=30.0):
+        """The concurrent path: hands each event of `events` (bytes) to a
+        parked GET /next while fewer than `concurrency` are in flight, and
+        returns the `Invocation`s in the order they were answered. Each
+        answer must come once, on its own request id's path, echoing its
+        invocation id. Returns when every event is answered."""
+        events, requests = iter(events), self._requests()
+        in_flight, done = {}, []
+        exhausted = False
+        self.deadline = time.monotonic() + timeout
+        while True:
+            while self.parked and len(in_flight) < concurrency and not exhausted:
+                event = next(events, None)
+                if event is None:
+                    exhausted = True
+                    break
+                invocation = Invocation(event, timeout)
+                in_flight[invocation.request_id] = invocation
+                invocation.sent = time.perf_counter_ns()
+                self.parked.popleft().sock.sendall(invocation.head)
+            if exhausted and not in_flight:
+                return done
+            conn, method, path, headers, body = next(requests)
+            if method == "GET" and path == RUNTIME_PREFIX + "/invocation/next":
+                self._park(conn)
+                continue
+            prefix = RUNTIME_PREFIX + "/invocation/"
+            request_id, _, kind = path.removeprefix(prefix).partition("/")
+            if method != "POST" or not path.startswith(prefix) or kind not in ("response", "error"):
+                self._other(conn, method, path)
+            invocation = in_flight.pop(request_id, None)
+            if invocation is None:
+                _reply(conn, 404, b"{}")
+                raise ProtocolError(f"an answer to {request_id!r}, which is not in flight")
+            invocation.answered = time.perf_counter_ns()
+            _reply(conn, 202, b'{"status":"OK"}')
+            if kind == "error":
+                raise FunctionDied(f"the function reported an invocation error: {body[:500]!r}")
+            self._check_echo(invocation, headers)
+            invocation.body = body
+            done.append(invocation)
+            self.deadline = time.monotonic() + timeout
 
 
 def _parse(conn):
@@ -239,30 +347,27 @@ def lambda_environment(runtime_api, extra):
 class FunctionProcess:
     """One fresh function process (a cold start) under its own Runtime API."""
 
-    def __init__(self, argv, env, log_path, cwd=None, preexec_fn=None):
-        self.api = RuntimeApi()
+    def __init__(self, argv, env, log_path, cwd=None, spawn_in=None, require_echo=True):
+        self.api = RuntimeApi(require_echo)
         self.argv, self.log_path, self.cwd = argv, log_path, cwd
-        # Runs in the child between fork and exec: bench/run.py moves the
-        # process into a CPU-quota cgroup there, so init already runs under it.
-        self.preexec_fn = preexec_fn
+        # A context the process is spawned in: bench/run.py's CPU-quota
+        # cgroup, which the harness joins just while it spawns, so that the
+        # child starts inside it and init already runs under the quota.
+        # (Not a preexec_fn: that forces a full fork and runs Python in the
+        # child, about 1.3 ms more on the child's CPU clock here, where
+        # without it the child is a vfork that execs at once.)
+        self.spawn_in = spawn_in or contextlib.nullcontext
         self.env = lambda_environment(self.api.address, env)
         self.proc = None
 
     def start(self):
         """Execs the function and waits for its first GET /next. Returns
         (init wall ns, init CPU ns)."""
-        log = open(self.log_path, "ab")
-        started = time.perf_counter_ns()
-        self.proc = subprocess.Popen(
-            self.argv,
-            env=self.env,
-            cwd=self.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            preexec_fn=self.preexec_fn,
-        )
-        log.close()
+        with open(self.log_path, "ab") as log, self.spawn_in():
+            started = time.perf_counter_ns()
+            self.proc = subprocess.Popen(
+                self.argv, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            )
         self.api.proc = self.proc
         self.api.wait_next()
         ready = time.perf_counter_ns()
@@ -280,6 +385,14 @@ class FunctionProcess:
         )
         self.cpu_at_response = marks["after"]
         return json.loads(body), answered - sent, marks["after"] - marks["before"]
+
+    def serve(self, events, concurrency):
+        """Concurrent invocations (see `RuntimeApi.serve`): returns the
+        answered `Invocation`s, each with its parsed response in `.response`."""
+        done = self.api.serve(events, concurrency)
+        for invocation in done:
+            invocation.response = json.loads(invocation.body)
+        return done
 
     def cpu(self):
         return cpu_ns(self.proc.pid)

@@ -1,9 +1,11 @@
 """Turns raw benchmark samples into the summary (results.json), a Markdown
-table (results.md) and a chart (chart.svg, hand-written SVG)."""
+table (results.md) and the charts (matplotlib: SVG for the README, PNG to
+look at)."""
 
-import html
 import math
+import os
 import statistics
+import sys
 
 # The implementations plant-store is compared with: the two managed
 # runtimes' SDKs, and Rust written the way the runtime's examples are.
@@ -23,6 +25,16 @@ TARGET_PEERS = ("python", "node")
 # on-demand: $0.625 per million write request units since the price cut of
 # November 2024 (aws.amazon.com/dynamodb/pricing/on-demand, as quoted
 # 2025-07-21); one create of an item under 1 KB is one write request unit.
+#
+# Lambda Managed Instances (read 2026-11-23): requests $0.20 per million and a
+# compute management fee of 15 % on top of the EC2 on-demand price of the
+# instances the capacity provider runs, no duration charge (the Lambda
+# pricing page, aws.amazon.com/lambda/pricing, "Lambda Managed Instances",
+# as transcribed from it on 2026-09-20). The instance: m7g.large (Graviton3,
+# 2 vCPU, 8 GiB), Linux on demand in us-east-1, $0.0816 an hour
+# (aws.amazon.com/ec2/pricing/on-demand, as quoted for June 2026). A
+# capacity provider keeps three instances by default (one per availability
+# zone), whatever the load: the floor below.
 PRICES = {
     "as_of": "2026-11-22",
     "region": "us-east-1",
@@ -30,12 +42,28 @@ PRICES = {
     "lambda_request_usd": 0.20 / 1e6,
     "http_api_request_usd": 1.00 / 1e6,
     "dynamodb_wru_usd": 0.625 / 1e6,
+    "managed_instances": {
+        "as_of": "2026-11-23",
+        "instance_type": "m7g.large",
+        "instance_vcpus": 2,
+        "instance_hour_usd": 0.0816,
+        "management_fee": 0.15,
+        "request_usd": 0.20 / 1e6,
+        "minimum_instances": 3,
+    },
     "sources": {
         "lambda": "aws.amazon.com/lambda/pricing (us-east-1)",
         "http_api": "aws.amazon.com/api-gateway/pricing (HTTP APIs, first 300 million)",
         "dynamodb": "aws.amazon.com/dynamodb/pricing/on-demand (after the November 2024 cut)",
+        "managed_instances": "aws.amazon.com/lambda/pricing (Lambda Managed Instances: requests, 15 % management fee; "
+        "as transcribed 2026-09-20) and aws.amazon.com/ec2/pricing/on-demand (m7g.large, us-east-1, as quoted "
+        "June 2026)",
     },
 }
+# The average CPU utilisation at which a capacity provider is assumed to
+# run its instances (it scales on CPU utilisation; headroom for bursts and
+# for the instance's own agent). An assumption, not a price: change it here.
+MANAGED_INSTANCES_CPU_UTILISATION = 0.5
 COST_MEMORY_MB = (128, 256, 512, 1024)
 # The round trip of one PutItem to DynamoDB in the same region, added to the
 # measured warm wall time (which already includes DynamoDB Local's own time
@@ -43,7 +71,9 @@ COST_MEMORY_MB = (128, 256, 512, 1024)
 # DynamoDB as delivering "single-digit millisecond performance at any scale"
 # (aws.amazon.com/dynamodb); 5 ms is the middle of that range.
 DDB_LATENCY_MS = 5.0
-DDB_LATENCY_SOURCE = 'AWS: DynamoDB delivers "single-digit millisecond performance at any scale" (aws.amazon.com/dynamodb)'
+DDB_LATENCY_SOURCE = (
+    'AWS: DynamoDB delivers "single-digit millisecond performance at any scale" (aws.amazon.com/dynamodb)'
+)
 
 COLD_METRICS = [
     ("init_wall_ms", "init, wall (ms)"),
@@ -124,9 +154,71 @@ def summarise(results):
             }
             for size, data in results["memory"]["sizes"].items()
         }
+    if results.get("concurrency"):
+        summary["concurrency"] = concurrency_figures(results["concurrency"])
+        summary["managed_instances_cost"] = managed_instances_cost(summary["concurrency"], summary.get("cost"))
+        summary["raw"]["concurrency_wall_ms"] = {
+            name: {level: [round(x, 4) for x in r["wall_ms"]] for level, r in levels.items()}
+            for name, levels in results["concurrency"]["subjects"].items()
+        }
     if results.get("long"):
         summary["memory_over_time"] = long_figures(results["long"])
     return summary
+
+
+def concurrency_figures(concurrency):
+    """Per implementation and concurrency: what one execution environment
+    sustains on the machine's cores against the store with a stated latency."""
+    out = {k: concurrency[k] for k in ("transport", "store_latency_ms", "vcpus")}
+    out["subjects"] = {}
+    for name, levels in concurrency["subjects"].items():
+        out["subjects"][name] = {
+            level: {
+                "invocations": r["invocations"],
+                "creates_per_s": r["creates_per_s"],
+                "p50_ms": percentile(r["wall_ms"], 50),
+                "p99_ms": percentile(r["wall_ms"], 99),
+                "cpu_per_invocation_ms": r["cpu_per_invocation_ms"],
+                "peak_rss_mb": r["peak_rss_kib"] * 1024 / 1e6,
+                "max_parked": r["max_parked"],
+                "cpu_share_of_machine": {k: round(v, 3) for k, v in r["cpu_share_of_machine"].items()},
+            }
+            for level, r in levels.items()
+        }
+    return out
+
+
+def managed_instances_cost(concurrency, on_demand):
+    """USD per million creates on Lambda Managed Instances, per implementation
+    and measured concurrency: the instance hour plus the management fee,
+    spread over the creates an instance holds at the assumed CPU utilisation
+    (its vCPUs over the measured CPU per create), plus the request charge.
+    Beside it, on-demand Lambda at 128 MB (arm64) where it was measured."""
+    mi = PRICES["managed_instances"]
+    hour_usd = mi["instance_hour_usd"] * (1 + mi["management_fee"])
+    od = {r["implementation"]: r for r in (on_demand or {}).get("per_million_creates", []) if r["memory_mb"] == 128}
+    rows = []
+    for name, levels in concurrency["subjects"].items():
+        for level, f in levels.items():
+            per_s = mi["instance_vcpus"] * MANAGED_INSTANCES_CPU_UTILISATION / (f["cpu_per_invocation_ms"] / 1000)
+            compute = hour_usd / (3600 * per_s) * 1e6
+            rows.append({
+                "implementation": name,
+                "concurrency": int(level),
+                "cpu_per_invocation_ms": f["cpu_per_invocation_ms"],
+                "creates_per_s_per_instance": per_s,
+                "compute_usd": compute,
+                "usd": compute + mi["request_usd"] * 1e6,
+                "on_demand_128mb_arm64_usd_light": od.get(name, {}).get("arm64_usd_light"),
+                "on_demand_128mb_arm64_usd_busy": od.get(name, {}).get("arm64_usd_busy"),
+            })  # fmt: skip
+    return {
+        "rows": rows,
+        "prices": mi,
+        "cpu_utilisation": MANAGED_INSTANCES_CPU_UTILISATION,
+        "floor_usd_per_month": mi["minimum_instances"] * hour_usd * 730,
+        "source": PRICES["sources"]["managed_instances"],
+    }
 
 
 def memory_figures(memory):
@@ -140,11 +232,18 @@ def memory_figures(memory):
             walls = warm["wall_ms"]
             figures[name] = {
                 "init_wall_ms": statistics.median(s["init_wall_ms"] for s in samples),
+                # The process CPU clock: user and kernel time, all threads.
+                "init_cpu_ms": statistics.median(s["init_cpu_ms"] for s in samples),
                 "first_wall_ms": statistics.median(s["first_wall_ms"] for s in samples),
                 "cold_wall_ms": statistics.median(s["cold_wall_ms"] for s in samples),
                 "cold_wall_ms_max": max(s["cold_wall_ms"] for s in samples),
                 "cold_cpu_ms": statistics.median(s["cold_cpu_ms"] for s in samples),
                 "cold_samples": len(samples),
+                **{
+                    f"{key}_median": statistics.median(s[key] for s in samples)
+                    for key in ("init_nr_periods", "init_nr_throttled", "cold_nr_periods", "cold_nr_throttled")
+                    if all(key in s for s in samples)
+                },
                 "warm_invocations": len(walls),
                 "warm_p50_ms": percentile(walls, 50),
                 "warm_p99_ms": percentile(walls, 99),
@@ -257,7 +356,7 @@ def targets(figures):
     for rust in rust_names(figures):
         f = https[rust]
 
-        def target(name, value, limit, unit):
+        def target(name, value, limit, unit, rust=rust):
             out.append(
                 {
                     "subject": rust,
@@ -275,7 +374,9 @@ def targets(figures):
         if peers:
             fastest_cold = min(https[p]["cold_cpu_ms"] for p in peers)
             target("cold total CPU <= 1/10 of the faster peer", f["cold_cpu_ms"], fastest_cold / 10, "ms")
-            target("warm p50 wall <= the faster peer", f["warm_p50_ms"], min(https[p]["warm_p50_ms"] for p in peers), "ms")
+            target(
+                "warm p50 wall <= the faster peer", f["warm_p50_ms"], min(https[p]["warm_p50_ms"] for p in peers), "ms"
+            )
             target("warm CPU per invocation <= 1/5 of the faster peer", f["warm_cpu_ms"],
                    min(https[p]["warm_cpu_ms"] for p in peers) / 5, "ms")  # fmt: skip
             target("peak RSS <= 1/3 of the smaller peer", f["peak_rss_mb"],
@@ -335,35 +436,129 @@ def markdown(summary):
         lines.append("")
     if summary.get("memory_sizes"):
         lines += memory_markdown(summary["memory_sizes"])
+    if summary.get("concurrency"):
+        lines += concurrency_markdown(summary["concurrency"])
     if summary.get("memory_over_time"):
         lines += long_markdown(summary["memory_over_time"])
     if summary.get("cost"):
         lines += cost_markdown(summary["cost"])
+    if summary.get("managed_instances_cost"):
+        lines += managed_instances_markdown(summary["managed_instances_cost"])
     return "\n".join(lines)
 
 
 def memory_markdown(memory):
-    lines = [f"### At Lambda's memory sizes (a CPU quota per size, DynamoDB Local over {memory['transport'].upper()})", ""]
+    lines = [
+        f"### At Lambda's memory sizes (a CPU quota per size, DynamoDB Local over {memory['transport'].upper()})",
+        "",
+    ]
     lines.append(
-        "| memory | CPU quota | implementation | init, wall (ms) | first invocation, wall (ms) | **cold total, wall (ms)** "
+        "| memory | CPU quota | implementation | init, wall (ms) | init, CPU (ms) | first invocation, wall (ms) "
+        "| **cold total, wall (ms)** | cold total, CPU (ms) | quota periods, init / cold total (throttled) "
         "| warm p50 (ms) | **warm p99 (ms)** | warm CPU (ms) | sustained invocations/s |"
     )
-    lines.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size, data in memory["sizes"].items():
-        share = f"{data['quota_us'] / memory['period_us']:.1%} (cgroup {data['cgroup']})" if data["quota_us"] else "none"
+        share = (
+            f"{data['quota_us'] / memory['period_us']:.1%} (cgroup {data['cgroup']})" if data["quota_us"] else "none"
+        )
         for name, f in data["figures"].items():
+            periods = "–"
+            if "cold_nr_periods_median" in f:
+                periods = (f"{f['init_nr_periods_median']:g} / {f['cold_nr_periods_median']:g} "
+                           f"({f['init_nr_throttled_median']:g} / {f['cold_nr_throttled_median']:g})")  # fmt: skip
             lines.append(
-                f"| {size} MB | {share} | {name} | {_fmt(f['init_wall_ms'])} | {_fmt(f['first_wall_ms'])} "
-                f"| {_fmt(f['cold_wall_ms'])} | {_fmt(f['warm_p50_ms'])} | {_fmt(f['warm_p99_ms'])} "
+                f"| {size} MB | {share} | {name} | {_fmt(f['init_wall_ms'])} | {_fmt(f.get('init_cpu_ms'))} "
+                f"| {_fmt(f['first_wall_ms'])} | {_fmt(f['cold_wall_ms'])} | {_fmt(f['cold_cpu_ms'])} | {periods} "
+                f"| {_fmt(f['warm_p50_ms'])} | {_fmt(f['warm_p99_ms'])} "
                 f"| {_fmt(f['warm_cpu_ms'])} | {_fmt(f['invocations_per_s'])} |"
             )
+    lines.append("")
+    lines.append(
+        "CPU: the process's CPU clock (user and kernel time, all threads), read from outside the process. Quota "
+        "periods: the medians of how many CFS periods the cgroup's `cpu.stat` counted from exec to the first GET "
+        "/next (init) and to the first answer (cold total), and in how many of them the quota ran out."
+    )
+    lines.append("")
+    return lines
+
+
+def concurrency_markdown(c):
+    lines = [
+        (
+            f"### Throughput per execution environment (AWS_LAMBDA_MAX_CONCURRENCY; DynamoDB Local over "
+            f"{c['transport'].upper()} behind {c['store_latency_ms']:g} ms per request; {c['vcpus']} vCPU, no quota)"
+        ),
+        "",
+        (
+            "| implementation | concurrency | **creates/s** | p50 (ms) | **p99 (ms)** | **CPU per invocation (ms)** "
+            "| peak RSS (MB) | CPU share of the machine: function / all processes / emulator / store proxy "
+            "/ DynamoDB Local |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for name, levels in c["subjects"].items():
+        for level, f in levels.items():
+            shares = " / ".join(f"{v:.0%}" for v in f["cpu_share_of_machine"].values())
+            lines.append(
+                f"| {name} | {level} | {_fmt(f['creates_per_s'])} | {_fmt(f['p50_ms'])} | {_fmt(f['p99_ms'])} "
+                f"| {_fmt(f['cpu_per_invocation_ms'])} | {_fmt(f['peak_rss_mb'])} | {shares} |"
+            )
+    lines.append("")
+    lines.append(
+        "One process per row, given the concurrency as Lambda Managed Instances does; the emulator keeps that many "
+        "creates in flight (a closed loop). CPU share: of all the machine's vCPUs over the window, for the function, "
+        "for every process on the machine together (other work included), and for the harness's parts; where the "
+        "machine is near 100 %, the rate is the machine's limit, not the function's, and CPU per invocation is the "
+        "figure that carries over."
+    )
+    lines.append("")
+    return lines
+
+
+def managed_instances_markdown(mi):
+    p = mi["prices"]
+    lines = [
+        f"### What a million creates cost on Lambda Managed Instances ({p['instance_type']}, prices {p['as_of']})",
+        "",
+        (
+            f"| implementation | concurrency measured | CPU per create (ms) | creates/s per {p['instance_type']} "
+            "| instance + fee (USD) | **total with requests (USD)** | on demand, 128 MB arm64, light / busy (USD) |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in mi["rows"]:
+        od = "–"
+        if r["on_demand_128mb_arm64_usd_light"] is not None:
+            od = f"{r['on_demand_128mb_arm64_usd_light']:.3f} / {r['on_demand_128mb_arm64_usd_busy']:.3f}"
+        lines.append(
+            f"| {r['implementation']} | {r['concurrency']} | {_fmt(r['cpu_per_invocation_ms'])} "
+            f"| {r['creates_per_s_per_instance']:,.0f} | {r['compute_usd']:.4f} | {r['usd']:.3f} | {od} |"
+        )
+    lines.append("")
+    lines.append(
+        f"Per million creates at steady load: the {p['instance_type']} on-demand price ({p['instance_hour_usd']} USD "
+        f"an hour, {p['instance_vcpus']} vCPU) plus the {p['management_fee']:.0%} management fee, over the creates "
+        f"its vCPUs hold at {mi['cpu_utilisation']:.0%} average CPU utilisation with the measured CPU per create, "
+        f"plus {p['request_usd'] * 1e6:.2f} USD of requests. Whatever the load, a capacity provider keeps "
+        f"{p['minimum_instances']} instances: {mi['floor_usd_per_month']:,.0f} USD a month. CPU per create is "
+        f"measured on this machine's x86_64 cores, not Graviton3's. Sources: {mi['source']}."
+    )
     lines.append("")
     return lines
 
 
 def long_markdown(long):
-    lines = [f"### Memory over time (one process, warm invocations back to back, DynamoDB Local over {long['transport'].upper()})", ""]
-    lines.append("| implementation | peak RSS after 2,000 (MB) | peak RSS after N (MB) | N | growth per invocation (bytes) |")
+    lines = [
+        (
+            "### Memory over time (one process, warm invocations back to back, DynamoDB Local over "
+            f"{long['transport'].upper()})"
+        ),
+        "",
+    ]
+    lines.append(
+        "| implementation | peak RSS after 2,000 (MB) | peak RSS after N (MB) | N | growth per invocation (bytes) |"
+    )
     lines.append("|---|---:|---:|---:|---:|")
     for name, f in long["subjects"].items():
         growth = f.get("growth_bytes_per_invocation")
@@ -385,7 +580,8 @@ def cost_markdown(cost):
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in cost["per_million_creates"]:
         lines.append(
-            f"| {row['implementation']} | {row['memory_mb']} MB | {row['billed_ms_light']} | {_fmt(row['billed_ms_busy'])} "
+            f"| {row['implementation']} | {row['memory_mb']} MB | {row['billed_ms_light']} "
+            f"| {_fmt(row['billed_ms_busy'])} "
             f"| {row['arm64_usd_light']:.3f} | {row['arm64_usd_busy']:.3f} "
             f"| {row['x86_64_usd_light']:.3f} | {row['x86_64_usd_busy']:.3f} |"
         )
@@ -399,9 +595,7 @@ def cost_markdown(cost):
         f"for DynamoDB in-region ({cost['ddb_latency_source']}), rounded up to 1 ms; *light*: the median invocation "
         f"(an instance with requests now and then, each finding its CPU budget unspent); *busy*: the mean of "
         f"back-to-back invocations (an instance kept busy, whose invocations now and then wait for the next "
-        f"quota period). Sources: "
-        + "; ".join(p["sources"].values())
-        + "."
+        f"quota period). Sources: " + "; ".join(v for k, v in p["sources"].items() if k != "managed_instances") + "."
     )
     lines.append("")
     return lines
@@ -411,128 +605,127 @@ COLOURS = {"rust": "#b7410e", "idiomatic": "#d9822b", "python": "#3572a5", "node
 FALLBACK = ["#b7410e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
-def svg(summary):
-    """Two panels: cold total (wall and CPU) and warm p50/p99, per
-    implementation, over HTTPS when it was measured."""
+def write_charts(summary, out):
+    """The charts as SVG (for the README) and PNG (to look at), with
+    matplotlib; returns the file names written."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("no charts: matplotlib is not installed (make tools-deploy installs it)", file=sys.stderr)
+        return []
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "plant-store-bench"  # stable ids: an unchanged chart, an unchanged file
+    charts = {"chart": chart}
+    if summary.get("memory_sizes"):
+        charts["lambda"] = lambda_chart
+    if summary.get("concurrency"):
+        charts["concurrency"] = concurrency_chart
+    written = []
+    for name, draw in charts.items():
+        figure = draw(summary)
+        figure.savefig(os.path.join(out, f"{name}.svg"), metadata={"Date": None})
+        figure.savefig(os.path.join(out, f"{name}.png"), dpi=100)
+        written += [f"{name}.svg", f"{name}.png"]
+    return written
+
+
+def _bars(title, subtitle, panels, names):
+    """Two panels of grouped bars, one group per implementation: each panel
+    is (title, [(bar label, key)], {name: figures}, format)."""
+    from matplotlib.figure import Figure
+
+    colour = {n: COLOURS.get(n) or FALLBACK[i % len(FALLBACK)] for i, n in enumerate(names)}
+    figure = Figure(figsize=(9.2, 3.9), layout="constrained")
+    figure.suptitle(f"{title}\n{subtitle}", fontsize=11)
+    for ax, (panel_title, series, values, fmt) in zip(figure.subplots(1, 2), panels, strict=True):
+        shown = [n for n in names if n in values]
+        width = 0.8 / len(series)
+        ticks, labels = [], []
+        for j, (label, key) in enumerate(series):
+            xs = [i + (j - (len(series) - 1) / 2) * width for i in range(len(shown))]
+            heights = [values[n][key] for n in shown]
+            bars = ax.bar(
+                xs, heights, width * 0.9, color=[colour[n] for n in shown], alpha=1 if j == len(series) - 1 else 0.55
+            )
+            ax.bar_label(bars, [fmt(h) for h in heights], fontsize=8)
+            ticks, labels = ticks + xs, labels + [label] * len(xs)
+        ax.set_xticks(ticks, labels, fontsize=8, color="#555")
+        for i, name in enumerate(shown):
+            ax.text(i, -0.14, name, transform=ax.get_xaxis_transform(), ha="center", fontweight="bold")
+        ax.set_title(panel_title, fontsize=10, fontweight="bold")
+        ax.set_yticks([])
+        ax.spines[["top", "right", "left"]].set_visible(False)
+        ax.margins(y=0.15)
+    return figure
+
+
+def _machine(summary):
+    m = summary["machine"]
+    return f"{m['os'] or ''}, {m['cpus']} vCPU {m['arch']}; {summary['started_utc']}"
+
+
+def chart(summary):
+    """Cold total (wall and CPU) and warm p50/p99, per implementation, over
+    HTTPS when it was measured."""
     transport = "https" if "https" in summary["figures"] else "http"
     subjects = summary["figures"][transport]
-    names = list(subjects)
-    colour = {n: COLOURS.get(n) or FALLBACK[i % len(FALLBACK)] for i, n in enumerate(names)}
-    panels = [
-        ("Cold start: init + first request (median, ms)", [("wall", "cold_wall_ms"), ("CPU", "cold_cpu_ms")]),
-        ("Warm invocation, wall (ms)", [("p50", "warm_p50_ms"), ("p99", "warm_p99_ms")]),
-    ]
-    width, height, top, bottom, left = 920, 380, 70, 60, 20
-    panel_w = (width - 3 * left) / 2
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">'
-        f"plant-store: POST /plants against DynamoDB Local over {transport.upper()}, lower is better</text>",
-        f'<text x="{width / 2}" y="42" text-anchor="middle" fill="#555">'
-        f"{html.escape(summary['machine']['os'] or '')}, {summary['machine']['cpus']} vCPU "
-        f"{summary['machine']['arch']}; {summary['started_utc']}</text>",
-    ]
-    for p, (title, bars) in enumerate(panels):
-        x0 = left + p * (panel_w + left)
-        chart_h = height - top - bottom
-        peak = max(subjects[n][key] for n in names for _, key in bars) or 1
-        out.append(f'<text x="{x0 + panel_w / 2}" y="{top - 8}" text-anchor="middle" font-weight="bold">{title}</text>')
-        out.append(
-            f'<line x1="{x0}" y1="{top + chart_h}" x2="{x0 + panel_w}" y2="{top + chart_h}" stroke="#333"/>'
-        )
-        group_w = panel_w / len(names)
-        bar_w = min(40, group_w / (len(bars) + 1))
-        for i, name in enumerate(names):
-            gx = x0 + i * group_w + (group_w - bar_w * len(bars)) / 2
-            for j, (label, key) in enumerate(bars):
-                value = subjects[name][key]
-                h = max(1.0, chart_h * 0.85 * value / peak)
-                x, y = gx + j * bar_w, top + chart_h - h
-                opacity = "1" if j == len(bars) - 1 else "0.55"
-                out.append(
-                    f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w - 4:.1f}" height="{h:.1f}" '
-                    f'fill="{colour[name]}" fill-opacity="{opacity}"/>'
-                )
-                out.append(
-                    f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" font-size="11">'
-                    f"{_fmt(value)}</text>"
-                )
-                out.append(
-                    f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{top + chart_h + 14}" text-anchor="middle" '
-                    f'font-size="10" fill="#555">{label}</text>'
-                )
-            out.append(
-                f'<text x="{gx + bar_w * len(bars) / 2 - 2:.1f}" y="{top + chart_h + 32}" text-anchor="middle" '
-                f'font-weight="bold">{html.escape(name)}</text>'
-            )
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+    return _bars(
+        f"plant-store: POST /plants against DynamoDB Local over {transport.upper()}, lower is better",
+        _machine(summary),
+        [
+            ("Cold start: init + first request (median, ms)", [("wall", "cold_wall_ms"), ("CPU", "cold_cpu_ms")],
+             subjects, _fmt),
+            ("Warm invocation, wall (ms)", [("p50", "warm_p50_ms"), ("p99", "warm_p99_ms")], subjects, _fmt),
+        ],
+        list(subjects),
+    )  # fmt: skip
 
 
-def lambda_svg(summary):
-    """Two panels: the cold total (wall) at the smallest memory size
-    measured, under its CPU quota, and the Lambda cost of a million creates
-    at that size, per implementation."""
+def lambda_chart(summary):
+    """The cold total (wall) at the smallest memory size measured, under its
+    CPU quota, and the Lambda cost of a million creates at that size."""
     memory = summary["memory_sizes"]
     size = min(memory["sizes"], key=int)
-    figures = memory["sizes"][size]["figures"]
-    names = list(figures)
-    colour = {n: COLOURS.get(n) or FALLBACK[i % len(FALLBACK)] for i, n in enumerate(names)}
-    costs = {r["implementation"]: r for r in summary.get("cost", {}).get("per_million_creates", []) if str(r["memory_mb"]) == size}
-    panels = [
-        (f"Cold start at {size} MB: init + first request, wall (ms)", [("init", "init_wall_ms"), ("total", "cold_wall_ms")], figures),
-        (f"Lambda cost per million creates at {size} MB, arm64 (USD)", [("light", "arm64_usd_light"), ("busy", "arm64_usd_busy")], costs),
-    ]
-    width, height, top, bottom, left = 920, 380, 70, 60, 20
-    panel_w = (width - 3 * left) / 2
     data = memory["sizes"][size]
+    figures = data["figures"]
+    costs = {r["implementation"]: r for r in summary.get("cost", {}).get("per_million_creates", [])
+             if str(r["memory_mb"]) == size}  # fmt: skip
     quota = f"CPU quota {data['quota_us'] / memory['period_us']:.1%} of a core" if data["quota_us"] else "no CPU quota"
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">'
-        f"plant-store at {size} MB ({quota}), DynamoDB Local over {memory['transport'].upper()}, lower is better</text>",
-        f'<text x="{width / 2}" y="42" text-anchor="middle" fill="#555">'
-        f"{html.escape(summary['machine']['os'] or '')}, {summary['machine']['cpus']} vCPU "
-        f"{summary['machine']['arch']}; {summary['started_utc']}; prices {summary.get('cost', {}).get('prices', {}).get('region', '')} "
-        f"{summary.get('cost', {}).get('prices', {}).get('as_of', '')}</text>",
-    ]
-    for p, (title, bars, values) in enumerate(panels):
-        shown = [n for n in names if n in values]
-        if not shown:
-            continue
-        x0 = left + p * (panel_w + left)
-        chart_h = height - top - bottom
-        peak = max(values[n][key] for n in shown for _, key in bars) or 1
-        out.append(f'<text x="{x0 + panel_w / 2}" y="{top - 8}" text-anchor="middle" font-weight="bold">{title}</text>')
-        out.append(f'<line x1="{x0}" y1="{top + chart_h}" x2="{x0 + panel_w}" y2="{top + chart_h}" stroke="#333"/>')
-        group_w = panel_w / len(shown)
-        bar_w = min(40, group_w / (len(bars) + 1))
-        for i, name in enumerate(shown):
-            gx = x0 + i * group_w + (group_w - bar_w * len(bars)) / 2
-            for j, (label, key) in enumerate(bars):
-                value = values[name][key]
-                h = max(1.0, chart_h * 0.85 * value / peak)
-                x, y = gx + j * bar_w, top + chart_h - h
-                opacity = "1" if j == len(bars) - 1 else "0.55"
-                text = f"{value:.3f}" if p == 1 else _fmt(value)
-                out.append(
-                    f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w - 4:.1f}" height="{h:.1f}" '
-                    f'fill="{colour[name]}" fill-opacity="{opacity}"/>'
-                )
-                out.append(
-                    f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" font-size="11">{text}</text>'
-                )
-                out.append(
-                    f'<text x="{x + (bar_w - 4) / 2:.1f}" y="{top + chart_h + 14}" text-anchor="middle" '
-                    f'font-size="10" fill="#555">{label}</text>'
-                )
-            out.append(
-                f'<text x="{gx + bar_w * len(bars) / 2 - 2:.1f}" y="{top + chart_h + 32}" text-anchor="middle" '
-                f'font-weight="bold">{html.escape(name)}</text>'
-            )
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+    prices = summary.get("cost", {}).get("prices", {})
+    return _bars(
+        f"plant-store at {size} MB ({quota}), DynamoDB Local over {memory['transport'].upper()}, lower is better",
+        f"{_machine(summary)}; prices {prices.get('region', '')} {prices.get('as_of', '')}",
+        [
+            (f"Cold start at {size} MB: init + first request, wall (ms)",
+             [("init", "init_wall_ms"), ("total", "cold_wall_ms")], figures, _fmt),
+            (f"Lambda cost per million creates at {size} MB, arm64 (USD)",
+             [("light", "arm64_usd_light"), ("busy", "arm64_usd_busy")], costs, lambda v: f"{v:.3f}"),
+        ],
+        list(figures),
+    )  # fmt: skip
+
+
+def concurrency_chart(summary):
+    """Creates a second that one execution environment sustains, and its CPU
+    per create, at each concurrency, per implementation."""
+    c = summary["concurrency"]
+    levels = sorted({level for levels in c["subjects"].values() for level in levels}, key=int)
+    values = {
+        name: {
+            f"{k}_{level}": f[k] for level, f in by_level.items() for k in ("creates_per_s", "cpu_per_invocation_ms")
+        }
+        for name, by_level in c["subjects"].items()
+    }
+    m = summary["machine"]
+    return _bars(
+        f"One execution environment, N invocations at once: DynamoDB Local over {c['transport'].upper()} "
+        f"+ {c['store_latency_ms']:g} ms",
+        f"{c['vcpus']} vCPU {m['arch']} for the function and the harness together; {summary['started_utc']}",
+        [
+            ("Creates per second (higher is better)", [(level, f"creates_per_s_{level}") for level in levels],
+             values, _fmt),
+            ("CPU per create, ms (lower is better)", [(level, f"cpu_per_invocation_ms_{level}") for level in levels],
+             values, _fmt),
+        ],
+        list(c["subjects"]),
+    )  # fmt: skip

@@ -4,26 +4,33 @@
 Runs the release binary as Lambda does, under a Runtime API emulator on
 loopback (bench/emulator.py), against DynamoDB Local over plain HTTP and
 over HTTPS through a TLS terminator with a throwaway CA
-(bench/tls_proxy.py), beside the same handler in Python (boto3) and in
+(bench/proxy.py), beside the same handler in Python (boto3) and in
 Node.js (@aws-sdk/client-dynamodb v3) and in Rust the way the runtime's own
 examples write it (bench/peers/rust). Then the same at Lambda's memory
 sizes, each implementation inside a cgroup whose CPU quota is the share of
-a vCPU that size buys; a long warm run per implementation for its memory
-over time; and what a million creates cost. Writes results.json,
-results.md, chart.svg and lambda.svg into bench/results/ (or --out).
+a vCPU that size buys; throughput per execution environment at several
+concurrencies, as on Lambda Managed Instances (the Rust implementations,
+against a store with a stated latency); a long warm run per implementation
+for its memory over time; and what a million creates cost. Writes
+results.json, results.md, chart.svg, lambda.svg and concurrency.svg into
+bench/results/ (or --out).
 
-    python3 bench/run.py                 # the full benchmark
-    python3 bench/run.py --smoke         # a few checked invocations of each implementation
-    python3 bench/run.py --install-only  # the peers' dependencies, into .tools/bench/
-    python3 bench/run.py --memory 128 --long 5000   # a quicker run: one memory size, a short long run
-    python3 bench/run.py --memory none --long 0     # whole cores only, as before
-    python3 bench/run.py --impl rust --transport https \\
+    .tools/venv/bin/python bench/run.py                 # the full benchmark
+    .tools/venv/bin/python bench/run.py --smoke         # a few checked invocations of each implementation
+    .tools/venv/bin/python bench/run.py --install-only  # the peers' dependencies, into .tools/bench/
+    .tools/venv/bin/python bench/run.py --memory 128 --long 5000   # a quicker run: one memory size, a short long run
+    .tools/venv/bin/python bench/run.py --memory none --long 0     # whole cores only, as before
+    .tools/venv/bin/python bench/run.py --impl rust,idiomatic --transport https --cold 3 --warm 200 \\
+        --memory none --long 0 --concurrency 1,8,32,64   # throughput per execution environment only
+    .tools/venv/bin/python bench/run.py --impl rust --transport https \\
         --rust 'before=/path/a,PLANTS_PREWARM=0' --rust 'after=/path/b'   # compare Rust builds
 
-Standard library only. See docs/performance.md for the method and results.
+Runs under the tool venv's Python (`make bench`): boto3 for its own DynamoDB calls, matplotlib for the
+charts. See docs/performance.md for the method and results.
 """
 
 import argparse
+import contextlib
 import copy
 import hashlib
 import json
@@ -41,8 +48,8 @@ sys.path.insert(0, HERE)
 
 import ddb  # noqa: E402
 import report  # noqa: E402
-from emulator import FunctionDied, FunctionProcess  # noqa: E402
-from tls_proxy import SYSTEM_BUNDLE_CANDIDATES, TlsProxy, make_certificates  # noqa: E402
+from emulator import FunctionDied, FunctionProcess, ProtocolError, cpu_ns  # noqa: E402
+from proxy import SYSTEM_BUNDLE_CANDIDATES, Proxy, make_certificates  # noqa: E402
 
 TOKEN = "plant-store-dev-token"
 TOKEN_SHA256 = hashlib.sha256(TOKEN.encode()).hexdigest()
@@ -150,9 +157,7 @@ def install_peers(impls, build_rust=True):
             os.makedirs(NODE_DIR, exist_ok=True)
             for name in ("package.json", "package-lock.json"):
                 shutil.copy(os.path.join(PEERS, "node", name), NODE_DIR)
-            subprocess.run(
-                ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True
-            )
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True)
             open(stamp, "w").close()
         # The handler beside its node_modules, as in a deployment package.
         for name in ("bootstrap.js", "handler.js"):
@@ -176,11 +181,14 @@ def dir_size(path, skip=()):
 class Subject:
     """One implementation as run: argv, extra environment, trust settings."""
 
-    def __init__(self, name, kind, argv, env=None, certs="file", size=None, size_note=""):
+    def __init__(self, name, kind, argv, env=None, certs="file", size=None, size_note="", echo=True):
         self.name, self.kind, self.argv = name, kind, argv
         self.env = dict(env or {})
         self.certs = certs
         self.size, self.size_note = size, size_note
+        # Whether every answer must echo Lambda-Runtime-Invocation-Id (an
+        # older build can be measured with echo=optional).
+        self.echo = echo
 
     def environment(self, transport, endpoint, certs, table):
         env = {"TABLE_NAME": table, "PLANTS_TOKEN_SHA256": TOKEN_SHA256, "AWS_ENDPOINT_URL_DYNAMODB": endpoint}
@@ -207,7 +215,7 @@ class Subject:
 
 
 def rust_subject(name, binary, settings):
-    env, certs = {}, "file"
+    env, certs, echo = {}, "file", True
     for setting in settings:
         key, sep, value = setting.partition("=")
         if not sep:
@@ -216,11 +224,16 @@ def rust_subject(name, binary, settings):
             if value not in ("file", "dir"):
                 fail("--rust certs= takes file or dir")
             certs = value
+        elif key == "echo":
+            if value not in ("required", "optional"):
+                fail("--rust echo= takes required or optional")
+            echo = value == "required"
         else:
             env[key] = value
     if not os.path.isfile(binary):
         fail(f"no binary at {binary}")
-    return Subject(name, "rust", [os.path.abspath(binary)], env, certs, os.path.getsize(binary), "stripped binary")
+    size = os.path.getsize(binary)
+    return Subject(name, "rust", [os.path.abspath(binary)], env, certs, size, "stripped binary", echo)
 
 
 def stripped_size(binary):
@@ -340,9 +353,11 @@ class Run:
     """The shared fixtures of one benchmark: DynamoDB Local, the TLS proxy,
     the certificates, a scratch folder for logs."""
 
-    def __init__(self, scratch, transports):
+    def __init__(self, scratch, transports, store_latency_ms=0.0):
         self.scratch = scratch
         self.transports = transports
+        self.store_latency_ms = store_latency_ms
+        self.stores = {}
         self.tables = 0
 
     def __enter__(self):
@@ -352,14 +367,27 @@ class Run:
         self.certs = None
         if "https" in self.transports:
             self.certs = make_certificates(os.path.join(self.scratch, "tls"))
-            self.proxy = TlsProxy(self.certs, self.ddb.port, os.path.join(self.scratch, "tls-proxy.log"))
-            self.proxy.__enter__()
+            self.proxy = Proxy(self.ddb.port, os.path.join(self.scratch, "tls-proxy.log"), self.certs).__enter__()
         return self
 
     def __exit__(self, *exc):
-        if self.proxy:
-            self.proxy.__exit__(*exc)
+        for proxy in [self.proxy, *self.stores.values()]:
+            if proxy:
+                proxy.__exit__(*exc)
         self.ddb.__exit__(*exc)
+
+    def store(self, transport):
+        """The store with a stated latency: a proxy in front of DynamoDB
+        Local that holds every request `store_latency_ms` and records each
+        request's trace header (started on first use)."""
+        if transport not in self.stores:
+            if transport == "https" and self.certs is None:
+                self.certs = make_certificates(os.path.join(self.scratch, "tls"))
+            certs = self.certs if transport == "https" else None
+            log_path = os.path.join(self.scratch, f"store-{transport}.log")
+            record = os.path.join(self.scratch, f"store-{transport}.trace-ids")
+            self.stores[transport] = Proxy(self.ddb.port, log_path, certs, self.store_latency_ms, record).__enter__()
+        return self.stores[transport]
 
     def endpoint(self, transport):
         return self.proxy.endpoint if transport == "https" else self.ddb.endpoint
@@ -370,17 +398,23 @@ class Run:
         self.client.create_table(name)
         return name
 
-    def process(self, subject, transport, table, quota=None):
-        env = subject.environment(transport, self.endpoint(transport), self.certs, table)
+    def process(self, subject, transport, table, quota=None, concurrency=None):
+        """A function process; with `concurrency`, told it may take that
+        many invocations at once (as on Lambda Managed Instances) and
+        pointed at the store with a stated latency."""
+        endpoint = self.store(transport).endpoint if concurrency else self.endpoint(transport)
+        env = subject.environment(transport, endpoint, self.certs, table)
         log_path = os.path.join(self.scratch, f"{subject.name}-{transport}.log")
+        if concurrency:
+            env["AWS_LAMBDA_MAX_CONCURRENCY"] = str(concurrency)
         if quota is None:
-            return FunctionProcess(subject.argv, env, log_path)
+            return FunctionProcess(subject.argv, env, log_path, require_echo=subject.echo)
         env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = str(quota.memory_mb)
         # A quota is per period and the cgroup outlives its processes: let
         # one period pass, so that a new process never starts on the rest
         # of a budget its predecessor spent.
         time.sleep(CGROUP_PERIOD_US / 1e6)
-        return FunctionProcess(subject.argv, env, log_path, preexec_fn=quota.enter)
+        return FunctionProcess(subject.argv, env, log_path, spawn_in=quota.spawning, require_echo=subject.echo)
 
 
 def cold_starts(run, subjects, transport, rounds, events, quota=None):
@@ -394,22 +428,30 @@ def cold_starts(run, subjects, transport, rounds, events, quota=None):
         for subject in order:
             fn = run.process(subject, transport, tables[subject.name], quota)
             try:
+                stat_before = quota.stat() if quota else {}
                 init_wall, init_cpu = fn.start()
+                stat_init = quota.stat() if quota else {}
                 response, wall, cpu = fn.invoke(events.create())
+                stat_cold = quota.stat() if quota else {}
                 check_created(subject, response)
                 cold_cpu = fn.cpu_at_response
-                samples[subject.name].append(
-                    {
-                        "init_wall_ms": init_wall / 1e6,
-                        "init_cpu_ms": init_cpu / 1e6,
-                        "first_wall_ms": wall / 1e6,
-                        "first_cpu_ms": cpu / 1e6,
-                        "cold_wall_ms": (init_wall + wall) / 1e6,
-                        "cold_cpu_ms": cold_cpu / 1e6,
-                        "peak_rss_kib": fn.peak_rss_kib(),
-                    }
-                )
-            except (FunctionDied, TimeoutError) as err:
+                sample = {
+                    "init_wall_ms": init_wall / 1e6,
+                    "init_cpu_ms": init_cpu / 1e6,
+                    "first_wall_ms": wall / 1e6,
+                    "first_cpu_ms": cpu / 1e6,
+                    "cold_wall_ms": (init_wall + wall) / 1e6,
+                    "cold_cpu_ms": cold_cpu / 1e6,
+                    "peak_rss_kib": fn.peak_rss_kib(),
+                }
+                # The CFS periods the cold start ran in, and in how many it
+                # was throttled (cpu.stat's counters, read around it).
+                for key, stat in (("init", stat_init), ("cold", stat_cold)):
+                    for counter in ("nr_periods", "nr_throttled"):
+                        if counter in stat and counter in stat_before:
+                            sample[f"{key}_{counter}"] = stat[counter] - stat_before[counter]
+                samples[subject.name].append(sample)
+            except (FunctionDied, TimeoutError, ProtocolError) as err:
                 fail(f"{subject.name} over {transport}: {err}; see {fn.log_path}")
             finally:
                 fn.stop()
@@ -436,7 +478,7 @@ def warm_run(run, subject, transport, count, events, quota=None):
         fn.api.wait_next()
         window_s = time.perf_counter() - window_start
         cpu_total = fn.cpu() - cpu_start
-        user, system = (end - start for end, start in zip(fn.user_sys_ticks(), ticks_start))
+        user, system = (end - start for end, start in zip(fn.user_sys_ticks(), ticks_start, strict=True))
         return {
             "wall_ms": walls,
             "cpu_in_window_ms": cpus,
@@ -447,7 +489,7 @@ def warm_run(run, subject, transport, count, events, quota=None):
             # as the function asks for it.
             "invocations_per_s": count / window_s,
         }
-    except (FunctionDied, TimeoutError) as err:
+    except (FunctionDied, TimeoutError, ProtocolError) as err:
         fail(f"{subject.name} over {transport}: {err}; see {fn.log_path}")
     finally:
         fn.stop()
@@ -465,8 +507,8 @@ class CpuQuota:
     """A cgroup whose CPU quota is the share of one vCPU that Lambda gives
     at `memory_mb` (memory / 1,769 MB of each 100 ms period): cgroup v2's
     `cpu.max` or v1's `cpu.cfs_quota_us`, whichever the machine has. Each
-    function process moves itself in between fork and exec (`enter`), so
-    its pid, CPU clock and /proc figures stay its own."""
+    function process is spawned inside it (`spawning`), so its pid, CPU
+    clock and /proc figures stay its own."""
 
     def __init__(self, memory_mb):
         self.memory_mb = memory_mb
@@ -510,18 +552,42 @@ class CpuQuota:
                 self.remove()
         return "; ".join(errors) or "no cgroup v2 cpu controller and no cgroup v1 cpu hierarchy"
 
-    def enter(self):
+    @contextlib.contextmanager
+    def spawning(self):
+        """The harness joins the cgroup while it spawns a function process,
+        which so starts inside it (and keeps its own pid and CPU clock),
+        then goes back to the cgroup it came from."""
+        home = self.home()
         with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
+        try:
+            yield
+        finally:
+            with open(os.path.join(home, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+
+    def home(self):
+        """This process's own cgroup in the hierarchy the quota lives in."""
+        root = CGROUP_V2 if self.version == 2 else CGROUP_V1_CPU
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if (self.version == 2 and controllers == "") or "cpu" in controllers.split(","):
+                    return root + path
+        return root
+
+    def stat(self):
+        """The cgroup's cpu.stat counters (nr_periods, nr_throttled, ...)."""
+        try:
+            with open(os.path.join(self.path, "cpu.stat")) as f:
+                return {key: int(value) for key, value in (line.split() for line in f if line.strip())}
+        except (OSError, ValueError):
+            return {}
 
     def throttled(self):
         """(periods throttled, total periods) so far, from cpu.stat."""
-        try:
-            with open(os.path.join(self.path, "cpu.stat")) as f:
-                stat = dict(line.split() for line in f if line.strip())
-            return int(stat.get("nr_throttled", 0)), int(stat.get("nr_periods", 0))
-        except (OSError, TypeError, ValueError):
-            return None, None
+        stat = self.stat()
+        return stat.get("nr_throttled"), stat.get("nr_periods")
 
     def remove(self):
         if self.path is None:
@@ -580,6 +646,122 @@ def memory_sizes(run, subjects, args, events):
     return out
 
 
+# ---- throughput per execution environment, as on Lambda Managed Instances ---------
+
+
+def machine_busy_s():
+    """CPU seconds all processes have used on the machine, from /proc/stat."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_ns(pid):
+    try:
+        return cpu_ns(pid)
+    except OSError:
+        return 0
+
+
+def answer_problems(done):
+    """Every concurrent answer: a created plant, naming its own request id."""
+    problems = []
+    for invocation in done:
+        response = invocation.response
+        headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
+        if response.get("statusCode") != 200 or json.loads(response.get("body") or "null") != PLANT:
+            problems.append(f"{invocation.request_id}: {response.get('statusCode')} {response.get('body')!r}")
+        elif headers.get("x-request-id") != invocation.request_id:
+            problems.append(f"the answer to {invocation.request_id} names {headers.get('x-request-id')!r}")
+    return problems
+
+
+def check_answers(subject, done):
+    if problems := answer_problems(done):
+        fail(f"{subject.name}: {problems[0]} (and {len(problems) - 1} more)")
+
+
+def concurrency_run(run, subject, transport, concurrency, count, events):
+    """One process given `concurrency` (AWS_LAMBDA_MAX_CONCURRENCY), on the
+    machine's whole cores, against the store with a stated latency: it must
+    park that many GET /next at once; a warm-up; then `count` creates with
+    `concurrency` in flight, every worker parked again before and after the
+    window, so that the CPU clock readings frame it exactly."""
+    fn = run.process(subject, transport, run.table(subject, transport), concurrency=concurrency)
+    store = run.store(transport)
+    others = {
+        "machine, all processes": lambda: machine_busy_s() * 1e9,
+        "emulator": time.process_time_ns,
+        "store proxy": lambda: proc_cpu_ns(store.proc.pid),
+        "DynamoDB Local": lambda: proc_cpu_ns(run.ddb.proc.pid),
+    }
+    try:
+        fn.start()
+        try:
+            fn.api.wait_next(timeout=10, count=concurrency)
+        except TimeoutError:
+            fail(f"{subject.name} parked only {len(fn.api.parked)} of {concurrency} GET /next at once: "
+                 "does it honour AWS_LAMBDA_MAX_CONCURRENCY?")  # fmt: skip
+        check_answers(subject, fn.serve((events.create() for _ in range(max(200, 4 * concurrency))), concurrency))
+        fn.api.wait_next(count=concurrency)
+        cpu_start, others_start, started = fn.cpu(), {k: f() for k, f in others.items()}, time.perf_counter()
+        done = fn.serve((events.create() for _ in range(count)), concurrency)
+        window_s = time.perf_counter() - started
+        fn.api.wait_next(count=concurrency)
+        cpu_ms = (fn.cpu() - cpu_start) / 1e6
+        others_ms = {k: (f() - others_start[k]) / 1e6 for k, f in others.items()}
+        check_answers(subject, done)
+        return {
+            "concurrency": concurrency,
+            "invocations": count,
+            "wall_ms": [invocation.wall_ns / 1e6 for invocation in done],
+            "creates_per_s": count / window_s,
+            "cpu_per_invocation_ms": cpu_ms / count,
+            "peak_rss_kib": fn.peak_rss_kib(),
+            "max_parked": fn.api.max_parked,
+            "missing_echo": fn.api.missing_echo,
+            # Where the machine's CPU went in the window: a harness that
+            # uses the rest of the cores bounds the rate, not the function.
+            "cpu_share_of_machine": {"function": cpu_ms / 1e3 / window_s / len(os.sched_getaffinity(0)),
+                                     **{k: v / 1e3 / window_s / len(os.sched_getaffinity(0))
+                                        for k, v in others_ms.items()}},
+        }  # fmt: skip
+    except (FunctionDied, TimeoutError, ProtocolError) as err:
+        fail(f"{subject.name} at concurrency {concurrency} over {transport}: {err}; see {fn.log_path}")
+    finally:
+        fn.stop()
+
+
+WARM_CONCURRENT = 4000
+
+
+def concurrency_runs(run, subjects, args, events):
+    out = {
+        "transport": args.concurrency_transport,
+        "store_latency_ms": args.store_latency_ms,
+        "vcpus": len(os.sched_getaffinity(0)),
+    }
+    # The Python and Node.js peers' hand-written loops take one invocation at a time.
+    rust = [subject for subject in subjects if subject.kind == "rust"]
+    out["subjects"] = {subject.name: {} for subject in rust}
+    if rust:
+        # DynamoDB Local's JVM compiles its concurrent paths under the first
+        # concurrent load: without this, whichever runs first pays for it.
+        log(f"warming DynamoDB Local under concurrency: {WARM_CONCURRENT} creates, {max(args.concurrency)} at once")
+        concurrency_run(run, rust[0], args.concurrency_transport, max(args.concurrency), WARM_CONCURRENT, events)
+    for i, concurrency in enumerate(args.concurrency):
+        # Each level in another order, so that DynamoDB Local's JIT and the
+        # machine's load favour no implementation.
+        for subject in rust[i % len(rust) :] + rust[: i % len(rust)]:
+            log(f"{args.concurrency_transport}: {subject.name}: {args.concurrency_invocations} creates "
+                f"at concurrency {concurrency}")  # fmt: skip
+            result = concurrency_run(
+                run, subject, args.concurrency_transport, concurrency, args.concurrency_invocations, events
+            )
+            out["subjects"][subject.name][str(concurrency)] = result
+    return out
+
+
 # ---- memory over time -----------------------------------------------------------
 
 
@@ -629,7 +811,7 @@ def long_run(run, subject, transport, count, events):
             "duration_s": time.perf_counter() - started,
             "cpu_per_invocation_ms": (fn.cpu() - cpu_start) / 1e6 / count,
         }
-    except (FunctionDied, TimeoutError) as err:
+    except (FunctionDied, TimeoutError, ProtocolError) as err:
         fail(f"{subject.name} long run over {transport}: {err}; see {fn.log_path}")
     finally:
         fn.stop()
@@ -647,7 +829,7 @@ def benchmark(args, subjects, scratch):
     used = set(args.transport)
     used |= {args.memory_transport} if args.memory else set()
     used |= {args.long_transport} if args.long else set()
-    with Run(scratch, used) as run:
+    with Run(scratch, used, args.store_latency_ms) as run:
         log(f"warming DynamoDB Local's JVM with {args.ddb_warmup} writes")
         warm_table = "bench-jvm-warm-up"
         run.client.create_table(warm_table)
@@ -664,6 +846,9 @@ def benchmark(args, subjects, scratch):
         if args.memory:
             results["memory"] = memory_sizes(run, subjects, args, events)
             results["load"]["after_memory"] = loadavg()
+        if args.concurrency:
+            results["concurrency"] = concurrency_runs(run, subjects, args, events)
+            results["load"]["after_concurrency"] = loadavg()
         if args.long:
             results["long"] = {"transport": args.long_transport, "subjects": {}}
             for subject in subjects:
@@ -703,7 +888,7 @@ def conformance_cases(events):
 
 def smoke(args, subjects, scratch):
     passed, failed = 0, 0
-    with Run(scratch, args.transport) as run:
+    with Run(scratch, args.transport, args.store_latency_ms) as run:
         for transport in args.transport:
             for subject in subjects:
                 fn = run.process(subject, transport, run.table(subject, transport))
@@ -711,10 +896,14 @@ def smoke(args, subjects, scratch):
                 problems = []
                 try:
                     fn.start()
-                    cases = conformance_cases(events) if transport == "http" else [
-                        ("create", events.create(), 200, PLANT),
-                        ("create", events.create(), 200, PLANT),
-                    ]
+                    cases = (
+                        conformance_cases(events)
+                        if transport == "http"
+                        else [
+                            ("create", events.create(), 200, PLANT),
+                            ("create", events.create(), 200, PLANT),
+                        ]
+                    )
                     if subject.name == "idiomatic":
                         # serde_json refuses an unpaired surrogate escape as
                         # a syntax error (40001), where plant-store reads a
@@ -730,7 +919,7 @@ def smoke(args, subjects, scratch):
                             problems.append(f"{label}: {response.get('statusCode')} {response.get('body')}")
                         elif headers.get("content-type") != "application/json" or "x-request-id" not in headers:
                             problems.append(f"{label}: standard headers missing: {headers}")
-                except (FunctionDied, TimeoutError) as err:
+                except (FunctionDied, TimeoutError, ProtocolError) as err:
                     problems.append(f"{err}; see {fn.log_path}")
                 finally:
                     fn.stop()
@@ -739,8 +928,53 @@ def smoke(args, subjects, scratch):
                 print(f"{'ok  ' if ok else 'FAIL'} {subject.name} over {transport}", flush=True)
                 for problem in problems:
                     print(f"     {problem}", flush=True)
+        transport = "http" if "http" in args.transport else args.transport[0]
+        for subject in (s for s in subjects if s.kind == "rust"):
+            problems = smoke_concurrent(run, subject, transport)
+            passed, failed = passed + (not problems), failed + bool(problems)
+            print(f"{'FAIL' if problems else 'ok  '} {subject.name} over {transport}, {SMOKE_CONCURRENCY} at once",
+                  flush=True)  # fmt: skip
+            for problem in problems:
+                print(f"     {problem}", flush=True)
     print(f"smoke: {passed} passed, {failed} failed", flush=True)
     return failed == 0
+
+
+SMOKE_CONCURRENCY = 4
+
+
+def smoke_concurrent(run, subject, transport):
+    """A few concurrent invocations: SMOKE_CONCURRENCY GET /next parked at
+    once, each answer on its own request id with its own invocation id, one
+    item per create, and (for plant-store) each invocation's trace id on
+    its DynamoDB request."""
+    table = run.table(subject, transport)
+    fn = run.process(subject, transport, table, concurrency=SMOKE_CONCURRENCY)
+    events = Events(start=2000)
+    try:
+        fn.start()
+        fn.api.wait_next(timeout=10, count=SMOKE_CONCURRENCY)
+        done = fn.serve([events.create() for _ in range(3 * SMOKE_CONCURRENCY)], SMOKE_CONCURRENCY)
+    except TimeoutError:
+        return [f"parked {len(fn.api.parked)} of {SMOKE_CONCURRENCY} GET /next at once; see {fn.log_path}"]
+    except (FunctionDied, ProtocolError) as err:
+        return [f"{err}; see {fn.log_path}"]
+    finally:
+        fn.stop()
+    problems = answer_problems(done)
+    if (stored := run.client.count(table)) != len(done):
+        problems.append(f"{len(done)} creates answered, {stored} items stored")
+    recorded = set(run.store(transport).recorded_trace_ids())
+    carried = sum(invocation.trace_id in recorded for invocation in done)
+    if carried < len(done):
+        # The idiomatic peer cannot: under run_concurrent, lambda_runtime
+        # sets no _X_AMZN_TRACE_ID, which is where the SDK reads it from.
+        line = f"{carried} of {len(done)} DynamoDB requests carried their invocation's trace id"
+        if subject.name == "idiomatic":
+            print(f"     note ({subject.name}): {line}", flush=True)
+        else:
+            problems.append(line)
+    return problems
 
 
 # ---- the machine -------------------------------------------------------------------
@@ -822,6 +1056,22 @@ def parse_args(argv):
     )
     parser.add_argument("--memory-transport", default="https", help="transport of the memory-size runs (default https)")
     parser.add_argument(
+        "--concurrency", default="1,8,32,64",
+        help="invocations in flight per execution environment (AWS_LAMBDA_MAX_CONCURRENCY) for the Rust "
+             "implementations, comma-separated; 'none' for none (default 1,8,32,64)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--concurrency-invocations", type=int, default=4000, help="creates per concurrency level (default 4000)"
+    )
+    parser.add_argument(
+        "--concurrency-transport", default="https", help="transport of the concurrency runs (default https)"
+    )
+    parser.add_argument(
+        "--store-latency-ms", type=float, default=report.DDB_LATENCY_MS,
+        help="delay added to every DynamoDB request in the concurrency runs: an in-region PutItem "
+             f"(default {report.DDB_LATENCY_MS})",
+    )  # fmt: skip
+    parser.add_argument(
         "--long", type=int, default=100_000,
         help="warm invocations of one process per implementation, for memory over time; 0 for none (default 100000)",
     )  # fmt: skip
@@ -847,14 +1097,22 @@ def parse_args(argv):
         parser.error("--memory takes memory sizes in MB, comma-separated, or none")
     if any(not 128 <= m <= 10240 for m in args.memory):
         parser.error("--memory sizes must be from 128 to 10240 MB, as Lambda's")
-    for transport in (args.memory_transport, args.long_transport):
+    try:
+        args.concurrency = (
+            [] if args.concurrency in ("", "none") else [int(x) for x in args.concurrency.split(",") if x]
+        )
+    except ValueError:
+        parser.error("--concurrency takes counts, comma-separated, or none")
+    if any(n < 1 for n in args.concurrency) or args.concurrency_invocations < 1:
+        parser.error("--concurrency and --concurrency-invocations must be at least 1")
+    for transport in (args.memory_transport, args.long_transport, args.concurrency_transport):
         if transport not in ("http", "https"):
             parser.error(f"unknown transport {transport}")
     if args.long < 0:
         parser.error("--long must be 0 or more")
     if args.smoke:
         args.cold, args.warm = 1, 0
-        args.memory, args.long = [], 0
+        args.memory, args.long, args.concurrency = [], 0, []
     if not args.smoke and (args.cold < 1 or args.warm < 1):
         parser.error("--cold and --warm must be at least 1")
     if args.memory and (args.memory_cold < 1 or args.memory_warm < 1):
@@ -896,6 +1154,9 @@ def main(argv=None):
                     "memory_cold": args.memory_cold,
                     "memory_warm": args.memory_warm,
                     "long": args.long,
+                    "concurrency": args.concurrency,
+                    "concurrency_invocations": args.concurrency_invocations,
+                    "store_latency_ms": args.store_latency_ms,
                     "ddb_latency_ms": args.ddb_latency_ms,
                 },
                 "machine": machine(),
@@ -918,14 +1179,9 @@ def main(argv=None):
             f.write("\n")
         with open(os.path.join(args.out, "results.md"), "w") as f:
             f.write(report.markdown(summary))
-        with open(os.path.join(args.out, "chart.svg"), "w") as f:
-            f.write(report.svg(summary))
-        if summary.get("memory_sizes"):
-            with open(os.path.join(args.out, "lambda.svg"), "w") as f:
-                f.write(report.lambda_svg(summary))
+        charts = report.write_charts(summary, args.out)
         print(report.markdown(summary))
-        svgs = "chart.svg and lambda.svg" if summary.get("memory_sizes") else "chart.svg"
-        log(f"wrote results.json, results.md, {svgs} to {os.path.relpath(args.out)}")
+        log(f"wrote results.json, results.md{''.join(', ' + c for c in charts)} to {os.path.relpath(args.out)}")
         return 0
     finally:
         if os.environ.get("BENCH_KEEP_SCRATCH"):

@@ -10,13 +10,19 @@ which sends a fresh trace id with every event), creates a new plant in
 DynamoDB Local per invocation, checks every answer, and reads the process's
 resident set at checkpoints: its high-water mark (VmHWM, what Lambda's
 `Max Memory Used` reports) must not grow by more than the bound between the
-baseline invocation and the last one.
+baseline invocation and the last one. With `--concurrency N` the function
+is told it may take N invocations at once (`AWS_LAMBDA_MAX_CONCURRENCY`, as
+on Lambda Managed Instances), must park N `GET /next` at once, and the
+emulator keeps N creates in flight, each answer matched to its request id
+and invocation id; memory is read while every worker waits in `GET /next`.
 
-    python3 bench/soak.py                               # 200,000 invocations, release build (make soak)
-    python3 bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5   # the short version in make test
-    python3 bench/soak.py --binary path/to/bootstrap    # any build
+    bench/soak.py                                     # 200,000 invocations, release build (make soak)
+    bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5      # the short version in make test
+    bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --concurrency 8   # and concurrent
+    bench/soak.py --binary path/to/bootstrap          # any build
 
-Standard library only. Figures and method: docs/performance.md ("Memory over time").
+Runs under the tool venv's Python (boto3 for DynamoDB Local). Figures and method: docs/performance.md
+("Flat memory: the soak").
 """
 
 import argparse
@@ -33,8 +39,8 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import ddb  # noqa: E402
-from emulator import FunctionDied, FunctionProcess  # noqa: E402
-from run import Events, Subject, check_created  # noqa: E402
+from emulator import FunctionDied, FunctionProcess, ProtocolError  # noqa: E402
+from run import Events, Subject, answer_problems, check_created  # noqa: E402
 
 
 def log(message):
@@ -59,7 +65,7 @@ def build(profile):
     return os.path.join(REPO, "target", profile, "plant-store")
 
 
-def soak(binary, invocations, baseline, checkpoints, scratch):
+def soak(binary, invocations, baseline, checkpoints, scratch, concurrency=1):
     """Runs the soak; returns the checkpoints as dicts."""
     subject = Subject("rust", "rust", [os.path.abspath(binary)])
     with ddb.DynamoDBLocal(REPO, os.path.join(scratch, "dynamodb-local.log")) as local:
@@ -68,6 +74,8 @@ def soak(binary, invocations, baseline, checkpoints, scratch):
         client.create_table(table)
         # As deployed: the CA bundle file, over plain HTTP to DynamoDB Local.
         env = subject.environment("http", local.endpoint, None, table)
+        if concurrency > 1:
+            env["AWS_LAMBDA_MAX_CONCURRENCY"] = str(concurrency)
         fn = FunctionProcess(subject.argv, env, os.path.join(scratch, "function.log"))
         events = Events(start=1)
         marks = sorted({baseline, invocations, *range(0, invocations + 1, max(1, invocations // checkpoints))} - {0})
@@ -75,17 +83,28 @@ def soak(binary, invocations, baseline, checkpoints, scratch):
         started = time.monotonic()
         try:
             fn.start()
-            for n in range(1, invocations + 1):
-                response, _, _ = fn.invoke(events.create())
-                check_created(subject, response)
-                if n in marks:
-                    fn.api.wait_next()  # idle in GET /next, as between Lambda invocations
-                    hwm, rss = memory_kib(fn.proc.pid)
-                    rows.append({"invocation": n, "peak_rss_kib": hwm, "rss_kib": rss,
-                                 "elapsed_s": round(time.monotonic() - started, 1)})  # fmt: skip
-                    log(f"  {n:>9,} invocations: peak RSS {hwm / 1024:7.2f} MB, RSS {rss / 1024:7.2f} MB")
-        except (FunctionDied, TimeoutError) as err:
-            raise SystemExit(f"error: the function failed during the soak: {err}; see {fn.log_path}")
+            try:
+                fn.api.wait_next(timeout=10, count=concurrency)
+            except TimeoutError:
+                parked = len(fn.api.parked)
+                raise SystemExit(f"error: the function parked {parked} of {concurrency} GET /next at once") from None
+            done = 0
+            for n in marks:
+                if concurrency == 1:
+                    for _ in range(n - done):
+                        check_created(subject, fn.invoke(events.create())[0])
+                else:
+                    answers = fn.serve((events.create() for _ in range(n - done)), concurrency)
+                    if problems := answer_problems(answers):
+                        raise SystemExit(f"error: {problems[0]} (and {len(problems) - 1} more)")
+                done = n
+                fn.api.wait_next(count=concurrency)  # every worker idle in GET /next, as between invocations
+                hwm, rss = memory_kib(fn.proc.pid)
+                rows.append({"invocation": n, "peak_rss_kib": hwm, "rss_kib": rss,
+                             "elapsed_s": round(time.monotonic() - started, 1)})  # fmt: skip
+                log(f"  {n:>9,} invocations: peak RSS {hwm / 1024:7.2f} MB, RSS {rss / 1024:7.2f} MB")
+        except (FunctionDied, TimeoutError, ProtocolError) as err:
+            raise SystemExit(f"error: the function failed during the soak: {err}; see {fn.log_path}") from err
         finally:
             fn.stop()
         stored = client.count(table)
@@ -97,23 +116,35 @@ def soak(binary, invocations, baseline, checkpoints, scratch):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--invocations", type=int, default=200_000, help="warm invocations (default 200,000)")
-    parser.add_argument("--baseline", type=int, default=2_000, help="the invocation growth is measured from (default 2,000)")
-    parser.add_argument("--max-growth-mb", type=float, default=1.0, help="largest accepted peak-RSS growth, MB (default 1.0)")
+    parser.add_argument(
+        "--baseline", type=int, default=2_000, help="the invocation growth is measured from (default 2,000)"
+    )
+    parser.add_argument(
+        "--max-growth-mb", type=float, default=1.0, help="largest accepted peak-RSS growth, MB (default 1.0)"
+    )
     parser.add_argument("--checkpoints", type=int, default=10, help="memory readings besides the baseline (default 10)")
-    parser.add_argument("--profile", choices=("release", "debug"), default="release", help="build to soak (default release)")
+    parser.add_argument(
+        "--profile", choices=("release", "debug"), default="release", help="build to soak (default release)"
+    )
     parser.add_argument("--binary", help="soak this binary instead of building one")
+    parser.add_argument(
+        "--concurrency", type=int, default=1, help="invocations in flight (AWS_LAMBDA_MAX_CONCURRENCY; default 1)"
+    )
     parser.add_argument("--json", help="write the checkpoints and the verdict here")
     args = parser.parse_args(argv)
     if not 0 < args.baseline < args.invocations:
         parser.error("--baseline must be between 0 and --invocations")
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
     if shutil.which("java") is None:
         raise SystemExit("error: java is needed for DynamoDB Local: install a Java 17+ runtime")
 
     binary = args.binary or build(args.profile)
     scratch = tempfile.mkdtemp(prefix="plant-store-soak-")
     try:
-        log(f"soak: {args.invocations:,} invocations, each with a fresh trace id and a new plant")
-        rows = soak(binary, args.invocations, args.baseline, args.checkpoints, scratch)
+        at_once = f", {args.concurrency} at once" if args.concurrency > 1 else ""
+        log(f"soak: {args.invocations:,} invocations{at_once}, each with a fresh trace id and a new plant")
+        rows = soak(binary, args.invocations, args.baseline, args.checkpoints, scratch, args.concurrency)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -124,6 +155,7 @@ def main(argv=None):
     ok = growth_mb <= args.max_growth_mb
     verdict = {
         "invocations": args.invocations,
+        "concurrency": args.concurrency,
         "baseline": args.baseline,
         "peak_rss_at_baseline_mb": round(base["peak_rss_kib"] / 1024, 2),
         "peak_rss_at_end_mb": round(last["peak_rss_kib"] / 1024, 2),
@@ -138,7 +170,7 @@ def main(argv=None):
             json.dump(verdict, f, indent=1)
             f.write("\n")
     print(
-        f"soak: {'ok  ' if ok else 'FAIL'} peak RSS {verdict['peak_rss_at_baseline_mb']} MB at invocation "
+        f"soak{at_once}: {'ok  ' if ok else 'FAIL'} peak RSS {verdict['peak_rss_at_baseline_mb']} MB at invocation "
         f"{args.baseline:,}, {verdict['peak_rss_at_end_mb']} MB at {args.invocations:,}: grew {growth_mb:.3f} MB "
         f"({per_invocation:.1f} bytes per invocation; bound {args.max_growth_mb} MB)",
         flush=True,

@@ -10,9 +10,9 @@ const API = '/2018-06-01/runtime';
 const [host, port] = process.env.AWS_LAMBDA_RUNTIME_API.split(':');
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-function call(method, path, body) {
+function call(method, path, body, extra = {}) {
   return new Promise((resolve, reject) => {
-    const headers = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    const headers = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...extra };
     const request = http.request({ host, port, method, path, agent, headers }, (response) => {
       const chunks = [];
       response.on('data', (chunk) => chunks.push(chunk));
@@ -44,7 +44,9 @@ async function main() {
       path = `${API}/invocation/${requestId}/error`;
       body = JSON.stringify({ errorMessage: String(err), errorType: err.name });
     }
-    await call('POST', path, body);
+    // Echoed exactly as received, as the managed runtimes do.
+    const invocationId = next.headers['lambda-runtime-invocation-id'];
+    await call('POST', path, body, invocationId === undefined ? {} : { 'lambda-runtime-invocation-id': invocationId });
   }
 }
 

@@ -28,6 +28,10 @@ def main():
         response = conn.getresponse()
         event = response.read()
         request_id = response.getheader("Lambda-Runtime-Aws-Request-Id")
+        headers = {"Content-Type": "application/json"}
+        # Echoed exactly as received, as the managed runtimes do.
+        if invocation_id := response.getheader("Lambda-Runtime-Invocation-Id"):
+            headers["Lambda-Runtime-Invocation-Id"] = invocation_id
         try:
             body = json.dumps(handler.handle(json.loads(event), request_id)).encode()
             path = f"{API}/invocation/{request_id}/response"
@@ -35,7 +39,7 @@ def main():
             traceback.print_exc()
             body = json.dumps({"errorMessage": str(err), "errorType": type(err).__name__}).encode()
             path = f"{API}/invocation/{request_id}/error"
-        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        conn.request("POST", path, body=body, headers=headers)
         conn.getresponse().read()
 
 

@@ -16,7 +16,8 @@ import time
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, HTTPClientError
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 MAX_BODY_BYTES = 16 * 1024
 NAME_MAX_CHARS = 256
@@ -91,7 +92,7 @@ def parse_plant(body):
             parse_constant=_no_constants,
         )
     except (UnicodeDecodeError, ValueError) as err:
-        raise body_error(40001, f"request body is not valid JSON: {err}")
+        raise body_error(40001, f"request body is not valid JSON: {err}") from None
     if not isinstance(document, _Members):
         raise body_error(40001, "request body must be a JSON object")
     seen = set()
@@ -203,7 +204,7 @@ def store(plant_id, name, tag):
     item = {
         "id": {"N": str(plant_id)},
         "name": {"S": name},
-        "created_at": {"S": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")},
+        "created_at": {"S": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")},
     }
     if tag is not None:
         item["tag"] = {"S": tag}
@@ -221,12 +222,14 @@ def store(plant_id, name, tag):
             stored = err.response.get("Item") or {}
             if stored.get("name", {}).get("S") == name and stored.get("tag", {}).get("S") == tag:
                 return "replayed"
-            raise ApiError(409, 40901, f"a different plant with id {plant_id} already exists")
+            raise ApiError(409, 40901, f"a different plant with id {plant_id} already exists") from None
         if code in TRANSIENT_CODES:
-            raise ApiError(503, 50301, "the store is temporarily unavailable; retry later", {"retry-after": "1"})
+            raise ApiError(
+                503, 50301, "the store is temporarily unavailable; retry later", {"retry-after": "1"}
+            ) from err
         raise
-    except (BotoConnectionError, HTTPClientError):
-        raise ApiError(503, 50301, "the store is temporarily unavailable; retry later", {"retry-after": "1"})
+    except (BotoConnectionError, HTTPClientError) as err:
+        raise ApiError(503, 50301, "the store is temporarily unavailable; retry later", {"retry-after": "1"}) from err
 
 
 def create_plant(event):
@@ -240,7 +243,7 @@ def create_plant(event):
     try:
         body = base64.b64decode(body, validate=True) if event.get("isBase64Encoded") else body.encode()
     except binascii.Error:
-        raise body_error(40001, "request body is not valid base64")
+        raise body_error(40001, "request body is not valid base64") from None
     if len(body) > MAX_BODY_BYTES:
         raise ApiError(413, 41301, f"request body exceeds {MAX_BODY_BYTES} bytes")
     if not is_json(event):

@@ -1,7 +1,9 @@
 //! The plant-store bench subset (bearer digest check, NewPlant, conditional
 //! put, Plant or Error) written in the idiom of aws-lambda-rust-runtime's
 //! `examples/http-dynamodb`: a serde struct for the body, the SDK client from
-//! `aws_config::load_from_env`, `lambda_http::run` on `#[tokio::main]`.
+//! `aws_config::load_from_env`, `lambda_http::run_concurrent` on `#[tokio::main]`
+//! (the runtime's `concurrency-tokio` feature: `AWS_LAMBDA_MAX_CONCURRENCY`
+//! workers on Lambda Managed Instances, the sequential loop when unset).
 //! It answers the benchmark's smoke cases as the other implementations do;
 //! it exists to show what plant-store's own levers buy, not to be deployed.
 
@@ -10,9 +12,10 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use lambda_http::http::{Method, StatusCode};
-use lambda_http::{Body, Error, Request, RequestExt, Response, run, service_fn, tracing};
+use lambda_http::{Body, Error, Request, RequestExt, Response, run_concurrent, service_fn, tracing};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 
 const MAX_BODY_BYTES: usize = 16 * 1024;
 
@@ -76,10 +79,12 @@ async fn main() -> Result<(), Error> {
         .collect::<Result<Vec<_>, _>>()?;
     let config = aws_config::load_from_env().await;
     let client = Client::new(&config);
-    let settings = Config { table, digests };
+    let settings = Arc::new(Config { table, digests });
 
-    run(service_fn(|event: Request| async {
-        Ok::<_, Error>(handle(&client, &settings, event).await)
+    run_concurrent(service_fn(move |event: Request| {
+        let client = client.clone();
+        let settings = Arc::clone(&settings);
+        async move { Ok::<_, Error>(handle(&client, &settings, event).await) }
     }))
     .await
 }

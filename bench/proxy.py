@@ -1,14 +1,25 @@
-"""HTTPS in front of DynamoDB Local, so that the functions pay for TLS as
-they do on AWS: a throwaway certificate authority made at run time with the
-`openssl` command, a server certificate for `localhost`, and a small TLS
-terminating proxy (asyncio, in a process of its own so that it never
-competes with the emulator for the GIL).
+"""A proxy in front of DynamoDB Local, in a process of its own (asyncio), so
+that it never competes with the emulator for the GIL. Two jobs, either or
+both:
 
-As a module: `make_certificates()` and `TlsProxy`. As a script: the proxy.
+- HTTPS, so that the functions pay for TLS as they do on AWS: a throwaway
+  certificate authority made at run time with the `openssl` command, a
+  server certificate for `localhost`, and TLS terminated here;
+- a store with a stated latency: every HTTP request is held for a fixed
+  delay before it goes upstream, as if DynamoDB answered from the same
+  region rather than from loopback, and (`--record`) the `X-Amzn-Trace-Id`
+  each request carried is written down, one line per request.
+
+Hand-written because no proxy on the registries this project uses adds a
+per-request delay (the kernel here has no `netem`, and toxiproxy has no
+server build we can install) and records a header, in sixty lines.
+
+As a module: `make_certificates()` and `Proxy`. As a script: the proxy.
 """
 
 import argparse
 import asyncio
+import contextlib
 import glob
 import os
 import shutil
@@ -98,23 +109,32 @@ def make_certificates(workdir):
     }
 
 
-class TlsProxy:
-    """Runs this file as a script on a free port; stopped on exit."""
+class Proxy:
+    """Runs this file as a script on a free port; stopped on exit. With
+    `certs`, it speaks HTTPS; with `delay_ms`, it holds every request that
+    long; with `record` (a file path), it writes each request's trace header."""
 
-    def __init__(self, certs, upstream_port, log_path):
-        self.certs, self.upstream_port, self.log_path = certs, upstream_port, log_path
+    def __init__(self, upstream_port, log_path, certs=None, delay_ms=0.0, record=None):
+        self.upstream_port, self.log_path = upstream_port, log_path
+        self.certs, self.delay_ms, self.record = certs, delay_ms, record
 
     def __enter__(self):
+        args = ["--upstream-port", str(self.upstream_port), "--delay-ms", str(self.delay_ms)]
+        if self.certs:
+            args += ["--cert", self.certs["cert"], "--key", self.certs["key"]]
+        if self.record:
+            args += ["--record", self.record]
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--cert", self.certs["cert"], "--key",
-             self.certs["key"], "--upstream-port", str(self.upstream_port)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-        )  # fmt: skip
+            [sys.executable, os.path.abspath(__file__), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
         log.close()
         line = self.proc.stdout.readline().decode().split()
         if len(line) != 2 or line[0] != "READY":
-            raise SystemExit(f"error: the TLS proxy did not start; see {self.log_path}")
+            raise SystemExit(f"error: the proxy did not start; see {self.log_path}")
         self.port = int(line[1])
         return self
 
@@ -128,7 +148,12 @@ class TlsProxy:
 
     @property
     def endpoint(self):
-        return f"https://localhost:{self.port}"
+        return f"{'https' if self.certs else 'http'}://localhost:{self.port}"
+
+    def recorded_trace_ids(self):
+        """The `X-Amzn-Trace-Id` of every request so far ('' where none)."""
+        with open(self.record) as f:
+            return [line.rstrip("\n") for line in f]
 
 
 async def _pump(reader, writer):
@@ -145,9 +170,40 @@ async def _pump(reader, writer):
             pass
 
 
-async def _serve(args):
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(args.cert, args.key)
+async def _requests(reader, writer, delay_s, record):
+    """Client to upstream, one HTTP/1.1 request at a time (the SDKs do not
+    pipeline): each is read whole, its trace header recorded, held for
+    `delay_s`, then forwarded."""
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
+            fields = {name.strip().lower(): value.strip() for name, value in fields.items()}
+            if b"transfer-encoding" in fields:
+                raise ValueError("a request body without Content-Length: not supported")
+            body = await reader.readexactly(int(fields.get(b"content-length", 0)))
+            if record:
+                record.write(fields.get(b"x-amzn-trace-id", b"").decode("latin-1") + "\n")
+                record.flush()
+            if delay_s:
+                await asyncio.sleep(delay_s)
+            writer.write(head + body)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+        pass
+    finally:
+        try:
+            writer.close()
+        except (ConnectionError, ssl.SSLError, RuntimeError):
+            pass
+
+
+async def _serve(args, record):
+    context = None
+    if args.cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.cert, args.key)
+    plain = not args.delay_ms and not record
 
     async def handle(client_reader, client_writer):
         try:
@@ -159,7 +215,12 @@ async def _serve(args):
             sock = writer.get_extra_info("socket")
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        await asyncio.gather(_pump(client_reader, upstream_writer), _pump(upstream_reader, client_writer))
+        upstream = (
+            _pump(client_reader, upstream_writer)
+            if plain
+            else _requests(client_reader, upstream_writer, args.delay_ms / 1000, record)
+        )
+        await asyncio.gather(upstream, _pump(upstream_reader, client_writer))
 
     # `localhost` is what the functions connect to: listen on every loopback
     # address it resolves to, so no client waits for a refused first try.
@@ -173,12 +234,15 @@ async def _serve(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cert", required=True)
-    parser.add_argument("--key", required=True)
+    parser.add_argument("--cert", help="serve HTTPS with this certificate")
+    parser.add_argument("--key")
     parser.add_argument("--upstream-port", type=int, required=True)
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="hold every request this long")
+    parser.add_argument("--record", help="append each request's X-Amzn-Trace-Id to this file")
     args = parser.parse_args()
     try:
-        asyncio.run(_serve(args))
+        with open(args.record, "a") if args.record else contextlib.nullcontext() as record:
+            asyncio.run(_serve(args, record))
     except KeyboardInterrupt:
         pass
 
