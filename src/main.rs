@@ -14,12 +14,16 @@ use plant_store::trace::TraceHeader;
 fn main() -> Result<(), Error> {
     plant_store::logging::init();
     let concurrency = Concurrency::from_env();
-    // One invocation at a time (classic Lambda): one thread, which spends
-    // no CPU handing wake-ups between worker threads (about a fifth less
-    // CPU per warm invocation, docs/performance.md). Several at once
-    // (Managed Instances): a thread per vCPU the environment has.
+    // One thread, which spends no CPU handing wake-ups between threads:
+    // for one invocation at a time (classic Lambda), and for several on a
+    // single vCPU. Several at once on more vCPUs (Managed Instances): a
+    // thread per vCPU, which costs about an eighth more CPU per invocation
+    // and is the only way past one vCPU's worth (docs/performance.md).
+    let vcpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let runtime = match concurrency {
-        Ok(concurrency) if concurrency.is_concurrent() => tokio::runtime::Builder::new_multi_thread(),
+        Ok(concurrency) if concurrency.is_concurrent() && vcpus > 1 => {
+            tokio::runtime::Builder::new_multi_thread()
+        }
         _ => tokio::runtime::Builder::new_current_thread(),
     }
     .enable_all()
