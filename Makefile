@@ -53,7 +53,7 @@ STAMP_LINT    := $(LINT_VENV)/$(call req_stamp,$(REQ_LINT))
 PIP_INSTALL   := -m pip install --quiet --disable-pip-version-check --no-input --require-hashes --no-deps --only-binary :all: -r
 # The Python that `make lint` checks with ruff (settings in pyproject.toml).
 # bench/ joins once it passes: `ruff check bench` lists what it still lacks.
-RUFF_PATHS    := scripts tests/contract
+RUFF_PATHS    := scripts tests/contract bench
 # What `make lint-ci` checks.
 CI_WORKFLOWS  := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
 DEPENDABOT    := .github/dependabot.yml
@@ -74,7 +74,11 @@ SAM_ARCH_x86_64   := x86_64
 SAM_ARCH_x86-64   := x86_64
 SAM_ARCH_amd64    := x86_64
 SAM           := $(WITH_VENV) SAM_CLI_TELEMETRY=0 sam
-# Extra arguments for `sam deploy`, e.g. DEPLOY_ARGS="--parameter-overrides TokenSha256=..."
+# The template's parameters for `make deploy`, KEY=VALUE separated by
+# blanks, e.g. PARAMS="TokenSha256=... BasePath=v1": they go into the one
+# --parameter-overrides beside Architecture (a second one would replace it).
+PARAMS        ?=
+# Other arguments for `sam deploy`, e.g. DEPLOY_ARGS="--no-confirm-changeset"
 DEPLOY_ARGS   ?=
 # Examples schemathesis generates per phase in `make contract`.
 CONTRACT_EXAMPLES ?= 1000
@@ -208,12 +212,12 @@ build: check-cargo tools-zig ## Build the Lambda bootstrap: cargo lambda build -
 	@$(WITH_VENV) cargo lambda build --release $(ARCH_FLAG_$(ARCH))
 	@echo "built target/lambda/plant-store/bootstrap ($(ARCH))"
 
-deploy: check-cargo tools-zig tools-deploy ## sam build + sam deploy (guided until samconfig.toml names a region); ARCH, DEPLOY_ARGS
+deploy: check-cargo tools-zig tools-deploy ## sam build + sam deploy (guided until samconfig.toml names a region); ARCH, PARAMS, DEPLOY_ARGS
 	@[ -n "$(SAM_ARCH_$(ARCH))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
 	$(SAM) build --parameter-overrides Architecture=$(SAM_ARCH_$(ARCH))
 	@# `sam deploy --guided` saves the region (and your answers) into samconfig.toml.
 	@if grep -Eq '^[[:space:]]*region[[:space:]]*=' samconfig.toml; then \
-	   $(SAM) deploy --parameter-overrides Architecture=$(SAM_ARCH_$(ARCH)) $(DEPLOY_ARGS); \
+	   $(SAM) deploy --parameter-overrides Architecture=$(SAM_ARCH_$(ARCH)) $(PARAMS) $(DEPLOY_ARGS); \
 	 else \
 	   $(SAM) deploy --guided $(DEPLOY_ARGS); \
 	 fi

@@ -1,7 +1,7 @@
 'use strict';
 // The plant-store handler in Node.js with @aws-sdk/client-dynamodb v3: the
 // same routing, check order, validation, conditional write and responses as
-// the Rust function (src/handler.rs, src/plant.rs, src/auth.rs,
+// the Rust function (src/handler.rs, src/plant.rs, src/auth/,
 // src/error.rs), written the way a Node Lambda function usually is: the
 // client is built at load time (the init phase) and reused.
 

@@ -1,6 +1,6 @@
 """The plant-store handler in Python with boto3: the same routing, check
 order, validation, conditional write and responses as the Rust function
-(src/handler.rs, src/plant.rs, src/auth.rs, src/error.rs), written the way
+(src/handler.rs, src/plant.rs, src/auth/, src/error.rs), written the way
 a Python Lambda function is usually written: the client is built at import
 time (the init phase) and reused."""
 
