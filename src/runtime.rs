@@ -241,9 +241,9 @@ pub fn function_config_from_env() -> Result<FunctionConfig, StartError> {
 }
 
 /// Serves invocations until the Runtime API fails: `concurrency` workers,
-/// each taking one invocation at a time. One worker runs on the calling task,
-/// as `lambda_runtime` does; more are spawned, so that a multi-threaded
-/// runtime spreads them over its threads.
+/// each taking one invocation at a time. A single worker runs on the calling
+/// task; several are spawned as tasks, so that a multi-threaded runtime
+/// spreads them over its threads, and the calling task waits for them.
 pub async fn run<H, F>(
     api: RuntimeApi,
     config: FunctionConfig,
