@@ -7,20 +7,23 @@
 //! in-memory store never waits, so it needs no runtime), so tests running in
 //! parallel do not disturb each other's measurements.
 
+/// Shared with the fuzz targets: `block_on` polls the handler on this
+/// thread, where `measure` counts.
+#[path = "../fuzz/src/in_process.rs"]
+mod in_process;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use lambda_http::http::Method;
 use lambda_http::http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request};
 use plant_store::auth::Authenticator;
 use plant_store::handler::{App, MAX_BODY_BYTES};
 use plant_store::store::MemoryStore;
-use serde_json::Value;
+
+use crate::in_process::{JsonResponse, block_on};
 
 struct CountingAllocator;
 
@@ -95,19 +98,6 @@ fn measure<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (output, usize::try_from(peak).unwrap_or(0))
 }
 
-/// Polls a future that never waits (an in-memory store, static tokens) to
-/// completion on this thread.
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut context = Context::from_waker(Waker::noop());
-    for _ in 0..64 {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return output;
-        }
-    }
-    panic!("the handler waited on something, with an in-memory store and static tokens");
-}
-
 const TOKEN: &str = "hostile-test-token";
 /// What a debug build on a busy two-core machine needs many times over; a
 /// quadratic or exponential path would need seconds to minutes.
@@ -122,7 +112,7 @@ const AMPLIFICATION: usize = 24;
 const MEMORY_SLACK: usize = 16 * 1024;
 
 struct Outcome {
-    status: StatusCode,
+    status: u16,
     code: Option<u64>,
     message: String,
     elapsed: Duration,
@@ -155,11 +145,12 @@ fn post_with(body: Vec<u8>, token: Option<&str>) -> Outcome {
     let (response, peak_bytes) = measure(|| block_on(app.handle(request)));
     let elapsed = started.elapsed();
 
-    let body: Value = serde_json::from_slice(response.body().as_ref()).expect("a JSON response");
+    let response = JsonResponse::from(response);
+    assert_eq!(response.header("content-type"), Some("application/json"));
     Outcome {
-        status: response.status(),
-        code: body["error"].as_u64(),
-        message: body["message"].as_str().unwrap_or_default().to_owned(),
+        status: response.status,
+        code: response.body["error"].as_u64(),
+        message: response.body["message"].as_str().unwrap_or_default().to_owned(),
         elapsed,
         peak_bytes,
     }
@@ -172,7 +163,7 @@ fn assert_cases(cases: Vec<(&str, Vec<u8>, u16, u64)>) {
         let len = body.len();
         let outcome = post(body);
         assert_eq!(
-            (outcome.status.as_u16(), outcome.code),
+            (outcome.status, outcome.code),
             (status, Some(code)),
             "{case}: {}",
             outcome.message
@@ -251,15 +242,24 @@ fn deeply_nested_json_is_refused_without_recursion_or_a_stack_overflow() {
     ]);
 }
 
+/// Asserts that the most memory held at once for a body of `small * 8`
+/// units (`body` makes one of n units) is under 12 times that for `small`
+/// units: linear growth gives 8x at most (less, with fixed costs), quadratic
+/// 64x.
+fn assert_memory_grows_linearly(units: &str, small: usize, body: impl Fn(usize) -> Vec<u8>) {
+    let large = small * 8;
+    let (few, many) = (post(body(small)).peak_bytes, post(body(large)).peak_bytes);
+    assert!(
+        many < few * 12,
+        "{small} {units}: {few} bytes, {large} {units}: {many} bytes"
+    );
+}
+
 #[test]
 fn memory_for_nesting_grows_with_the_depth_not_its_square() {
-    let peak = |depth: usize| post(plant_with("tag", &nested("[", depth, "]"))).peak_bytes;
-    let (shallow, deep) = (peak(1_000), peak(8_000));
-    // Linear growth gives 8x at most (less, with fixed costs); quadratic 64x.
-    assert!(
-        deep < shallow * 12,
-        "1,000 levels: {shallow} bytes, 8,000 levels: {deep} bytes"
-    );
+    assert_memory_grows_linearly("levels", 1_000, |depth| {
+        plant_with("tag", &nested("[", depth, "]"))
+    });
 }
 
 #[test]
@@ -445,13 +445,7 @@ fn tiny_members(count: usize) -> Vec<u8> {
 
 #[test]
 fn memory_for_members_grows_with_their_number_not_its_square() {
-    let peak = |count: usize| post(tiny_members(count)).peak_bytes;
-    let (few, many) = (peak(400), peak(3_200));
-    // Linear growth gives 8x at most (less, with fixed costs); quadratic 64x.
-    assert!(
-        many < few * 12,
-        "400 members: {few} bytes, 3,200 members: {many} bytes"
-    );
+    assert_memory_grows_linearly("members", 400, tiny_members);
 }
 
 #[test]
@@ -471,11 +465,7 @@ fn a_6_mb_body_is_refused_before_parsing_without_a_copy() {
     ];
     for (case, body, status, code) in cases {
         let outcome = post(body);
-        assert_eq!(
-            (outcome.status.as_u16(), outcome.code),
-            (status, Some(code)),
-            "{case}"
-        );
+        assert_eq!((outcome.status, outcome.code), (status, Some(code)), "{case}");
         assert!(outcome.elapsed < TIME_BOUND, "{case}: took {:?}", outcome.elapsed);
         assert!(
             outcome.peak_bytes < MEMORY_SLACK,
@@ -490,11 +480,11 @@ fn the_largest_accepted_body_is_stored_and_a_6_mb_body_without_a_token_is_401() 
     let mut largest = br#"{"id":1,"name":"n"}"#.to_vec();
     largest.resize(MAX_BODY_BYTES, b' ');
     let accepted = post(largest);
-    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.message);
+    assert_eq!(accepted.status, 200, "{}", accepted.message);
 
     // Authentication comes first: the size of an anonymous body is not
     // even looked at.
     let anonymous = post_with(vec![b'{'; 6 * 1024 * 1024], None);
-    assert_eq!((anonymous.status.as_u16(), anonymous.code), (401, Some(40101)));
+    assert_eq!((anonymous.status, anonymous.code), (401, Some(40101)));
     assert!(anonymous.peak_bytes < MEMORY_SLACK, "{}", anonymous.peak_bytes);
 }

@@ -2,27 +2,28 @@
 //!
 //! libFuzzer drives them through `fuzz_targets/` (`make fuzz`); `make test`
 //! replays the committed corpus through the very same functions on stable
-//! Rust, without libFuzzer, because `tests/api/fuzz_corpus.rs` includes this
-//! file as a module. A crash the fuzzer once found therefore stays fixed.
+//! Rust, without libFuzzer (`tests/api/fuzz_corpus.rs`), because the API
+//! test binary includes this file as a module. A crash the fuzzer once
+//! found therefore stays fixed.
 //!
 //! Each function panics when an invariant of the contract breaks: a panic is
 //! what the fuzzer reports, and what fails the replay test.
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
+mod in_process;
 
 use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
 use lambda_http::http::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, Uri};
 use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, RequestExt};
 use plant_store::auth::{AuthError, Authenticator, bearer_token};
 use plant_store::error::ApiError;
 use plant_store::handler::{App, MAX_BODY_BYTES};
 use plant_store::plant::{NewPlant, Plant};
 use plant_store::store::MemoryStore;
 use serde_json::Value;
+
+pub use in_process::{JsonResponse, block_on};
 
 /// The one token the fuzzed function accepts.
 pub const TOKEN: &str = "fuzz-token";
@@ -124,12 +125,12 @@ pub fn request(data: &[u8]) {
         Authenticator::with_static_tokens(&[TOKEN]),
     );
 
-    let first = Answer::from(block_on(app.handle(input.request())));
-    first.check_against(&input, &app);
+    let first = JsonResponse::from(block_on(app.handle(input.request())));
+    check(&first, &input, &app);
 
-    let retry = Answer::from(block_on(app.handle(input.request())));
+    let retry = JsonResponse::from(block_on(app.handle(input.request())));
     assert_eq!(retry, first, "a retry must get the same answer");
-    first.check_against(&input, &app);
+    check(&first, &input, &app);
 
     if first.status == 200 {
         let stored = app.store().get(plant_id(&first, &input)).expect("stored");
@@ -142,7 +143,7 @@ pub fn request(data: &[u8]) {
             body: format!(r#"{{"id":{},"name":"{other_name}"}}"#, stored.id).into_bytes(),
             ..input.clone()
         };
-        let conflict = Answer::from(block_on(app.handle(conflicting.request())));
+        let conflict = JsonResponse::from(block_on(app.handle(conflicting.request())));
         assert_eq!(conflict.status, 409, "{conflict:?}");
         assert_eq!(conflict.body["error"], 40901);
         assert_eq!(app.store().get(stored.id).as_ref(), Some(&stored));
@@ -229,153 +230,108 @@ impl Input {
     }
 }
 
-/// A response, reduced to what the contract speaks about.
-#[derive(Debug, PartialEq)]
-struct Answer {
-    status: u16,
-    headers: HeaderMap,
-    body: Value,
-}
+/// Everything the contract promises about this answer to `input`, and
+/// about what the store holds afterwards.
+fn check(answer: &JsonResponse, input: &Input, app: &App<MemoryStore>) {
+    let status = answer.status;
+    assert!(
+        STATUSES.contains(&status),
+        "undocumented status {status}: {answer:?}"
+    );
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    assert_eq!(answer.header("cache-control"), Some("no-store"));
+    assert_eq!(answer.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(answer.header("x-request-id"), Some(REQUEST_ID));
+    assert_eq!(
+        answer.header("www-authenticate").is_some(),
+        status == 401,
+        "{answer:?}"
+    );
+    assert_eq!(
+        answer.header("allow"),
+        (status == 405).then_some("POST"),
+        "{answer:?}"
+    );
 
-impl From<Response<Body>> for Answer {
-    fn from(response: Response<Body>) -> Self {
-        let (parts, body) = response.into_parts();
-        let body = serde_json::from_slice(body.as_ref())
-            .unwrap_or_else(|err| panic!("the response body is not JSON ({err}): {:?}", body.as_ref()));
-        Self {
-            status: parts.status.as_u16(),
-            headers: parts.headers,
-            body,
-        }
+    // Routing comes first and never depends on anything but the path.
+    if input.path() == "/plants" && input.stage.is_none() {
+        assert_ne!(status, 404, "{answer:?}");
     }
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        let mut values = self.headers.get_all(name).iter();
-        let value = values.next()?;
-        assert!(
-            values.next().is_none(),
-            "{name} appears twice: {:?}",
-            self.headers
-        );
-        Some(value.to_str().expect("ASCII header"))
+    if !input.path().ends_with("/plants") {
+        assert_eq!(status, 404, "{answer:?}");
+    }
+    if status != 404 && input.method != Method::POST {
+        assert_eq!(status, 405, "{answer:?}");
     }
 
-    /// Everything the contract promises about this answer to `input`, and
-    /// about what the store holds afterwards.
-    fn check_against(&self, input: &Input, app: &App<MemoryStore>) {
-        let status = self.status;
-        assert!(
-            STATUSES.contains(&status),
-            "undocumented status {status}: {self:?}"
-        );
-        assert_eq!(self.header("content-type"), Some("application/json"));
-        assert_eq!(self.header("cache-control"), Some("no-store"));
-        assert_eq!(self.header("x-content-type-options"), Some("nosniff"));
-        assert_eq!(self.header("x-request-id"), Some(REQUEST_ID));
+    // Authentication comes before anything about the body.
+    let authenticated = bearer_token(&input.headers) == Ok(TOKEN);
+    if matches!(status, 200 | 400 | 409 | 413 | 415) {
+        assert!(authenticated, "{status} without a valid token: {answer:?}");
+    }
+    if status == 401 {
+        let expected = match bearer_token(&input.headers) {
+            Err(AuthError::MissingCredentials) => 40101,
+            _ => 40102,
+        };
+        assert_eq!(answer.body["error"], expected, "{answer:?}");
+    }
+    if status != 404 && status != 405 {
+        assert_eq!(status == 401, !authenticated, "{answer:?}");
         assert_eq!(
-            self.header("www-authenticate").is_some(),
-            status == 401,
-            "{self:?}"
+            status == 413,
+            authenticated && input.body.len() > MAX_BODY_BYTES,
+            "{answer:?}"
         );
-        assert_eq!(
-            self.header("allow"),
-            (status == 405).then_some("POST"),
-            "{self:?}"
-        );
+    }
 
-        // Routing comes first and never depends on anything but the path.
-        if input.path() == "/plants" && input.stage.is_none() {
-            assert_ne!(status, 404, "{self:?}");
-        }
-        if !input.path().ends_with("/plants") {
-            assert_eq!(status, 404, "{self:?}");
-        }
-        if status != 404 && input.method != Method::POST {
-            assert_eq!(status, 405, "{self:?}");
-        }
-
-        // Authentication comes before anything about the body.
-        let authenticated = bearer_token(&input.headers) == Ok(TOKEN);
-        if matches!(status, 200 | 400 | 409 | 413 | 415) {
-            assert!(authenticated, "{status} without a valid token: {self:?}");
-        }
-        if status == 401 {
-            let expected = match bearer_token(&input.headers) {
-                Err(AuthError::MissingCredentials) => 40101,
-                _ => 40102,
-            };
-            assert_eq!(self.body["error"], expected, "{self:?}");
-        }
-        if status != 404 && status != 405 {
-            assert_eq!(status == 401, !authenticated, "{self:?}");
-            assert_eq!(
-                status == 413,
-                authenticated && input.body.len() > MAX_BODY_BYTES,
-                "{self:?}"
-            );
-        }
-
-        // The body is judged by the parser alone, and the response says
-        // exactly what it said.
-        if matches!(status, 200 | 400 | 409) {
-            match NewPlant::from_json(&input.body) {
-                Ok(plant) => {
-                    assert_ne!(status, 400, "{self:?}");
-                    if status == 200 {
-                        let expected = serde_json::to_value(Plant::from(&plant)).expect("a Plant is JSON");
-                        assert_eq!(self.body, expected);
-                    }
-                }
-                Err(err) => {
-                    assert_eq!(status, 400, "{err}: {self:?}");
-                    let expected = ApiError::Body(err).body();
-                    assert_eq!(self.body["error"], expected.error);
-                    assert_eq!(self.body["message"], expected.message.as_str());
+    // The body is judged by the parser alone, and the response says
+    // exactly what it said.
+    if matches!(status, 200 | 400 | 409) {
+        match NewPlant::from_json(&input.body) {
+            Ok(plant) => {
+                assert_ne!(status, 400, "{answer:?}");
+                if status == 200 {
+                    let expected = serde_json::to_value(Plant::from(&plant)).expect("a Plant is JSON");
+                    assert_eq!(answer.body, expected);
                 }
             }
+            Err(err) => {
+                assert_eq!(status, 400, "{err}: {answer:?}");
+                let expected = ApiError::Body(err).body();
+                assert_eq!(answer.body["error"], expected.error);
+                assert_eq!(answer.body["message"], expected.message.as_str());
+            }
         }
+    }
 
-        if status == 200 {
-            let object = self.body.as_object().expect("a Plant is an object");
-            assert!(object["name"].is_string(), "{self:?}");
-            assert!(object.get("tag").is_none_or(Value::is_string), "{self:?}");
-            assert!(object.keys().all(|key| key == "name" || key == "tag"), "{self:?}");
-            let stored = app
-                .store()
-                .get(plant_id(self, input))
-                .expect("a 200 means stored");
-            assert_eq!(Some(stored), NewPlant::from_json(&input.body).ok());
-            assert_eq!(app.store().len(), 1, "one request, one plant");
-        } else {
-            let object = self.body.as_object().expect("an Error is an object");
-            assert_eq!(object.len(), 2, "{self:?}");
-            let code = object["error"].as_u64().expect("error is an integer");
-            assert_eq!(code / 100, u64::from(status), "{self:?}");
-            assert!(object["message"].is_string(), "{self:?}");
-            assert!(app.store().is_empty(), "nothing is written for a {status}");
-        }
+    if status == 200 {
+        let object = answer.body.as_object().expect("a Plant is an object");
+        assert!(object["name"].is_string(), "{answer:?}");
+        assert!(object.get("tag").is_none_or(Value::is_string), "{answer:?}");
+        assert!(
+            object.keys().all(|key| key == "name" || key == "tag"),
+            "{answer:?}"
+        );
+        let stored = app
+            .store()
+            .get(plant_id(answer, input))
+            .expect("a 200 means stored");
+        assert_eq!(Some(stored), NewPlant::from_json(&input.body).ok());
+        assert_eq!(app.store().len(), 1, "one request, one plant");
+    } else {
+        let object = answer.body.as_object().expect("an Error is an object");
+        assert_eq!(object.len(), 2, "{answer:?}");
+        let code = object["error"].as_u64().expect("error is an integer");
+        assert_eq!(code / 100, u64::from(status), "{answer:?}");
+        assert!(object["message"].is_string(), "{answer:?}");
+        assert!(app.store().is_empty(), "nothing is written for a {status}");
     }
 }
 
-fn plant_id(answer: &Answer, input: &Input) -> plant_store::plant::PlantId {
+fn plant_id(answer: &JsonResponse, input: &Input) -> plant_store::plant::PlantId {
     match NewPlant::from_json(&input.body) {
         Ok(plant) => plant.id,
         Err(err) => panic!("a {} for a body the parser refuses ({err})", answer.status),
     }
-}
-
-/// Runs a future that never waits on anything (an in-memory store, static
-/// tokens) on the current thread, so that a test can count this thread's
-/// allocations and the fuzzer needs no runtime.
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut context = Context::from_waker(Waker::noop());
-    for _ in 0..64 {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return output;
-        }
-    }
-    panic!("the handler waited on something, with an in-memory store and static tokens");
 }

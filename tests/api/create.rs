@@ -1,14 +1,12 @@
 //! Creating plants through the real handler, proven against DynamoDB Local:
 //! what is stored, what is not, and what happens under concurrency.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plant_store::store::DynamoStore;
 use serde_json::json;
-use tokio::task::JoinSet;
 
-use crate::helpers::{Event, TestApp, TestResponse, assert_item, client_for, send, unique_name};
+use crate::helpers::{Event, TestApp, TestResponse, assert_item, client_for, create_request, unique_name};
 
 #[tokio::test]
 async fn a_new_plant_with_a_tag_is_stored_exactly_and_echoed_without_its_id() {
@@ -130,21 +128,21 @@ async fn a_different_plant_under_a_taken_id_is_a_409_and_leaves_the_stored_plant
     }
 }
 
+/// A fresh table sent `count` creates at once, `body(n)` the body of the
+/// n-th, and the responses in that order.
+async fn concurrent_creates(count: i64, body: impl Fn(i64) -> String) -> (TestApp, Vec<TestResponse>) {
+    let app = TestApp::new().await;
+    let creates = (0..count).map(|n| create_request(&body(n))).collect();
+    let responses = app.send_concurrently(creates).await;
+    (app, responses)
+}
+
 #[tokio::test]
 async fn forty_concurrent_creates_with_distinct_ids_all_persist() {
-    let app = TestApp::new().await;
-    let mut requests = JoinSet::new();
-    for id in 0..40 {
-        let handler = Arc::clone(&app.app);
-        let request = Event::load("create-http-api.json")
-            .body(&format!(r#"{{"id":{id},"name":"plant {id}"}}"#))
-            .request();
-        requests.spawn(async move { (id, send(&handler, request).await.status) });
-    }
+    let (app, responses) = concurrent_creates(40, |id| format!(r#"{{"id":{id},"name":"plant {id}"}}"#)).await;
 
-    let statuses = requests.join_all().await;
-
-    assert!(statuses.iter().all(|(_, status)| *status == 200), "{statuses:?}");
+    let statuses: Vec<u16> = responses.iter().map(|response| response.status).collect();
+    assert_eq!(statuses, [200; 40]);
     for id in 0..40 {
         let item = app
             .stored(id)
@@ -157,26 +155,13 @@ async fn forty_concurrent_creates_with_distinct_ids_all_persist() {
 
 #[tokio::test]
 async fn sixteen_concurrent_creates_of_one_id_give_one_200_and_fifteen_409s_and_the_winner_is_stored() {
-    let app = TestApp::new().await;
-    let mut requests = JoinSet::new();
-    for contender in 0..16 {
-        let handler = Arc::clone(&app.app);
-        let request = Event::load("create-http-api.json")
-            .body(&format!(r#"{{"id":77,"name":"contender {contender}"}}"#))
-            .request();
-        requests.spawn(async move { (contender, send(&handler, request).await) });
-    }
+    let (app, responses) = concurrent_creates(16, |n| format!(r#"{{"id":77,"name":"contender {n}"}}"#)).await;
 
-    let responses = requests.join_all().await;
-
-    let winners: Vec<_> = responses
-        .iter()
+    let winners: Vec<_> = (0..)
+        .zip(&responses)
         .filter(|(_, response)| response.status == 200)
         .collect();
-    let conflicts = responses
-        .iter()
-        .filter(|(_, response)| response.status == 409)
-        .count();
+    let conflicts = responses.iter().filter(|response| response.status == 409).count();
     assert_eq!((winners.len(), conflicts), (1, 15));
     let (winner, response) = winners[0];
     assert_eq!(response.body, json!({ "name": format!("contender {winner}") }));
@@ -416,84 +401,90 @@ async fn an_http_api_on_a_named_stage_routes_like_the_default_stage() {
     assert_eq!(response.status, 200, "{}", response.body);
 }
 
-/// The custom-domain sample event of one front door, and where its path
-/// and the route API Gateway matched are written.
+/// The custom-domain sample event of one front door, where its path and
+/// the route API Gateway matched are written, and the plant its body holds.
 struct CustomDomain {
     file: &'static str,
     path: &'static str,
     route: &'static str,
+    plant: (i64, &'static str, &'static str),
 }
 
 const HTTP_API: CustomDomain = CustomDomain {
     file: "create-http-api-custom-domain.json",
     path: "/rawPath",
     route: "/requestContext/routeKey",
+    plant: (1017, "Strelitzia nicolai", "bird of paradise"),
 };
 
 const REST_API: CustomDomain = CustomDomain {
     file: "create-rest-api-custom-domain.json",
     path: "/path",
     route: "/requestContext/resourcePath",
+    plant: (1018, "Zamioculcas zamiifolia", "zz plant"),
 };
 
-/// Sends each case, the event of a front door with a path and a route
-/// written in, to a fresh app: the case named, the answer, and how many
-/// items the table holds afterwards.
-async fn send_behind_a_custom_domain(
-    cases: &[(CustomDomain, &str, &str)],
-) -> Vec<(String, TestResponse, usize)> {
-    let mut outcomes = Vec::with_capacity(cases.len());
-    for (front, path, route) in cases {
-        let app = TestApp::new().await;
-        let event = Event::load(front.file)
-            .set(front.path, json!(path))
-            .set(front.route, json!(route));
-        let response = app.send(event.request()).await;
-        let items = app.items().await.len();
-        outcomes.push((format!("{} {path} {route}", front.file), response, items));
-    }
-    outcomes
+/// Where a request behind a custom domain must end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Routed {
+    /// At `POST /plants`: a 200 and the event's plant stored.
+    ToPlants,
+    /// Nowhere of ours: the 404 and nothing stored.
+    Nowhere,
 }
 
 #[tokio::test]
-async fn behind_a_custom_domain_mapping_keys_of_any_depth_route_to_plants() {
-    let outcomes = send_behind_a_custom_domain(&[
-        (HTTP_API, "/v1/plants", "POST /plants"),
-        (HTTP_API, "/orders/v1/plants", "POST /plants"),
-        (HTTP_API, "/v1/plants", "ANY /plants"),
-        (REST_API, "/orders/v1/plants", "/plants"),
-        (REST_API, "/v1/plants", "/plants"),
-    ])
-    .await;
-
-    for (case, response, items) in outcomes {
-        assert_eq!(response.status, 200, "{case}: {}", response.body);
-        assert_eq!(items, 1, "{case}");
-    }
-}
-
-#[tokio::test]
-async fn behind_a_custom_domain_a_path_that_is_not_ours_is_still_404() {
-    let outcomes = send_behind_a_custom_domain(&[
-        // A $default route or a greedy resource names no path of ours.
-        (HTTP_API, "/v1/plants", "$default"),
-        (HTTP_API, "/v1/animals", "$default"),
-        (REST_API, "/v1/plants", "/{proxy+}"),
+async fn behind_a_custom_domain_mapping_keys_of_any_depth_route_to_plants_and_other_paths_are_still_404() {
+    use Routed::{Nowhere, ToPlants};
+    // (the path API Gateway passes on, the route it matched, where it ends)
+    let http_api = [
+        ("/v1/plants", "POST /plants", ToPlants),
+        ("/orders/v1/plants", "POST /plants", ToPlants),
+        ("/v1/plants", "ANY /plants", ToPlants),
+        // A $default route names no path of ours.
+        ("/v1/plants", "$default", Nowhere),
+        ("/v1/animals", "$default", Nowhere),
         // The route must end the path at a segment boundary, after whole segments.
-        (HTTP_API, "/v1xplants", "POST /plants"),
-        (HTTP_API, "/v1//plants", "POST /plants"),
-        (HTTP_API, "/v1/plants/extra", "POST /plants"),
-        (REST_API, "/orders/v1/animals", "/plants"),
-    ])
-    .await;
+        ("/v1xplants", "POST /plants", Nowhere),
+        ("/v1//plants", "POST /plants", Nowhere),
+        ("/v1/plants/extra", "POST /plants", Nowhere),
+    ];
+    let rest_api = [
+        ("/orders/v1/plants", "/plants", ToPlants),
+        ("/v1/plants", "/plants", ToPlants),
+        // A greedy resource names no path of ours.
+        ("/v1/plants", "/{proxy+}", Nowhere),
+        ("/orders/v1/animals", "/plants", Nowhere),
+    ];
 
-    for (case, response, items) in outcomes {
-        assert_eq!(
-            (response.status, &response.body),
-            (404, &json!({ "error": 40401, "message": "no such resource" })),
-            "{case}"
-        );
-        assert_eq!(items, 0, "{case}");
+    for (front, cases) in [(HTTP_API, &http_api[..]), (REST_API, &rest_api[..])] {
+        for &(path, route, routed) in cases {
+            let app = TestApp::new().await;
+            let event = Event::load(front.file)
+                .set(front.path, json!(path))
+                .set(front.route, json!(route));
+            let case = format!("{} {path} {route}", front.file);
+
+            let response = app.send(event.request()).await;
+
+            let (id, name, tag) = front.plant;
+            if routed == ToPlants {
+                assert_eq!(
+                    (response.status, &response.body),
+                    (200, &json!({ "name": name, "tag": tag })),
+                    "{case}"
+                );
+                assert_item(&app.stored(id).await.expect("stored"), id, name, Some(tag));
+            } else {
+                assert_eq!(
+                    (response.status, &response.body),
+                    (404, &json!({ "error": 40401, "message": "no such resource" })),
+                    "{case}"
+                );
+            }
+            let expected_items = usize::from(routed == ToPlants);
+            assert_eq!(app.items().await.len(), expected_items, "{case}");
+        }
     }
 }
 

@@ -64,6 +64,38 @@ fn assert_created(response: &TestResponse) {
     response.assert_standard_headers();
 }
 
+/// `BODY`'s plant, stored exactly.
+async fn assert_stored(app: &TestApp) {
+    assert_item(
+        &app.stored(1).await.expect("stored"),
+        1,
+        "Monstera",
+        Some("aroid"),
+    );
+}
+
+/// Creates `BODY` with every attempt meeting `fault`: the client gets the
+/// contract's 503. Returns the app and its proxy, the fault still on, and
+/// how long the 503 took.
+async fn unavailable_under(fault: Fault) -> (TestApp, FaultProxy, Duration) {
+    let (app, proxy) = behind_a_proxy().await;
+    proxy.set(fault);
+
+    let (response, elapsed) = timed_create(&app, BODY).await;
+
+    assert_eq!(response.status, 503, "{fault:?}: {}", response.body);
+    assert_unavailable(&response);
+    (app, proxy, elapsed)
+}
+
+/// DynamoDB is healthy again: the client's retry of `BODY` gets 200 and the
+/// table holds its one plant.
+async fn assert_the_retry_gets_200(app: &TestApp, proxy: &FaultProxy) {
+    proxy.set(Fault::Pass);
+    assert_created(&app.create(BODY).await);
+    assert_eq!(app.items().await.len(), 1);
+}
+
 #[tokio::test]
 async fn a_dynamodb_slower_than_usual_but_within_the_attempt_timeout_still_gets_200_in_one_attempt() {
     let (app, proxy) = behind_a_proxy().await;
@@ -74,22 +106,14 @@ async fn a_dynamodb_slower_than_usual_but_within_the_attempt_timeout_still_gets_
     assert_created(&response);
     assert!(elapsed >= Duration::from_millis(500), "took {elapsed:?}");
     assert_eq!(proxy.requests(), 1, "no retry was needed");
-    assert_item(
-        &app.stored(1).await.expect("stored"),
-        1,
-        "Monstera",
-        Some("aroid"),
-    );
+    assert_stored(&app).await;
 }
 
 #[tokio::test]
 async fn a_slow_dynamodb_gets_bounded_retries_then_a_503_well_within_the_function_timeout() {
-    let (app, proxy) = behind_a_proxy().await;
-    proxy.set(Fault::Latency(ATTEMPT_TIMEOUT + Duration::from_secs(1)));
+    let (app, proxy, elapsed) =
+        unavailable_under(Fault::Latency(ATTEMPT_TIMEOUT + Duration::from_secs(1))).await;
 
-    let (response, elapsed) = timed_create(&app, BODY).await;
-
-    assert_unavailable(&response);
     assert_eq!(proxy.requests(), MAX_ATTEMPTS);
     assert!(
         elapsed >= 2 * ATTEMPT_TIMEOUT && elapsed < WELL_WITHIN_FUNCTION_TIMEOUT,
@@ -98,35 +122,22 @@ async fn a_slow_dynamodb_gets_bounded_retries_then_a_503_well_within_the_functio
     // The slow DynamoDB did apply the first attempt: the 503 told the
     // client to retry, and the retry finds the write instead of repeating it.
     let written = app.stored(1).await.expect("the first attempt was applied");
-    proxy.set(Fault::Pass);
-    assert_created(&app.create(BODY).await);
+    assert_the_retry_gets_200(&app, &proxy).await;
     assert_eq!(app.stored(1).await, Some(written), "the retry rewrote the item");
-    assert_eq!(app.items().await.len(), 1);
 }
 
 #[tokio::test]
 async fn a_black_holed_dynamodb_is_a_503_within_the_operation_timeout_and_writes_nothing() {
-    let (app, proxy) = behind_a_proxy().await;
-    proxy.set(Fault::BlackHole);
+    let (app, proxy, elapsed) = unavailable_under(Fault::BlackHole).await;
 
-    let (response, elapsed) = timed_create(&app, BODY).await;
-
-    assert_unavailable(&response);
     assert_eq!((proxy.requests(), proxy.forwarded()), (MAX_ATTEMPTS, 0));
     assert!(
         elapsed >= 2 * ATTEMPT_TIMEOUT && elapsed < WELL_WITHIN_FUNCTION_TIMEOUT,
         "took {elapsed:?}"
     );
     assert!(app.items().await.is_empty());
-
-    proxy.set(Fault::Pass);
-    assert_created(&app.create(BODY).await);
-    assert_item(
-        &app.stored(1).await.expect("stored"),
-        1,
-        "Monstera",
-        Some("aroid"),
-    );
+    assert_the_retry_gets_200(&app, &proxy).await;
+    assert_stored(&app).await;
 }
 
 #[tokio::test]
@@ -157,77 +168,15 @@ async fn refused_connections_are_a_quick_503_and_the_same_warm_function_serves_2
 }
 
 #[tokio::test]
-async fn a_connection_reset_mid_request_is_retried_by_the_sdk_and_writes_once() {
-    let (app, proxy) = behind_a_proxy().await;
-    proxy.set_for(1, Fault::ResetMidRequest);
-
-    let response = app.create(BODY).await;
-
-    assert_created(&response);
-    assert_eq!((proxy.requests(), proxy.forwarded()), (2, 1));
-    assert_item(
-        &app.stored(1).await.expect("stored"),
-        1,
-        "Monstera",
-        Some("aroid"),
-    );
-    assert_eq!(app.items().await.len(), 1);
-}
-
-#[tokio::test]
-async fn resets_on_every_attempt_are_a_quick_503_that_wrote_nothing_and_the_clients_retry_gets_200() {
-    let (app, proxy) = behind_a_proxy().await;
-    proxy.set(Fault::ResetMidRequest);
-
-    let (response, elapsed) = timed_create(&app, BODY).await;
-
-    assert_unavailable(&response);
-    assert!(elapsed < QUICKLY, "took {elapsed:?}");
-    assert_eq!((proxy.requests(), proxy.forwarded()), (MAX_ATTEMPTS, 0));
-    assert!(app.items().await.is_empty());
-
-    proxy.set(Fault::Pass);
-    assert_created(&app.create(BODY).await);
-    assert_eq!(app.items().await.len(), 1);
-}
-
-#[tokio::test]
-async fn an_answer_cut_off_after_the_write_is_recovered_by_the_sdks_retry_as_an_idempotent_200() {
-    let (app, proxy) = behind_a_proxy().await;
-    proxy.set_for(1, Fault::CutAfterWrite);
-
-    let response = app.create(BODY).await;
-
-    // The retry met the plant the lost attempt had written, identical, and
-    // the idempotent create turned that into the 200 the client expects.
-    assert_created(&response);
-    assert_eq!(proxy.forwarded(), 2);
-    assert_item(
-        &app.stored(1).await.expect("stored"),
-        1,
-        "Monstera",
-        Some("aroid"),
-    );
-    assert_eq!(app.items().await.len(), 1);
-}
-
-#[tokio::test]
 async fn answers_cut_off_on_every_attempt_give_a_503_and_the_clients_retry_gets_the_idempotent_200() {
-    let (app, proxy) = behind_a_proxy().await;
-    proxy.set(Fault::CutAfterWrite);
+    let (app, proxy, elapsed) = unavailable_under(Fault::CutAfterWrite).await;
 
-    let (response, elapsed) = timed_create(&app, BODY).await;
-
-    assert_unavailable(&response);
     assert!(elapsed < QUICKLY, "took {elapsed:?}");
     assert_eq!(proxy.forwarded(), MAX_ATTEMPTS);
     let written = app.stored(1).await.expect("the first attempt was applied");
     assert_item(&written, 1, "Monstera", Some("aroid"));
-
-    proxy.set(Fault::Pass);
-    assert_created(&app.create(BODY).await);
+    assert_the_retry_gets_200(&app, &proxy).await;
     assert_eq!(app.stored(1).await, Some(written), "the retry rewrote the item");
-    assert_eq!(app.items().await.len(), 1);
 
     // Someone else's plant under the same id is still a conflict.
     let other = app.create(r#"{"id":1,"name":"Monstera"}"#).await;
@@ -235,32 +184,45 @@ async fn answers_cut_off_on_every_attempt_give_a_503_and_the_clients_retry_gets_
 }
 
 #[tokio::test]
-async fn throttling_gets_the_sdks_bounded_retries_then_a_503_with_retry_after() {
-    let (app, proxy) = behind_a_proxy().await;
-    proxy.set(Fault::Throttle);
+async fn a_fault_on_the_first_attempt_only_is_absorbed_by_the_sdks_retry_and_writes_once() {
+    // (fault, then the proxy's requests and forwarded requests)
+    let cases = [
+        ("a connection reset mid-request", Fault::ResetMidRequest, (2, 1)),
+        // The retry meets the plant the lost attempt wrote, identical, and
+        // the idempotent create turns that into the 200 the client expects.
+        ("an answer cut off after the write", Fault::CutAfterWrite, (2, 2)),
+        ("a throttled attempt", Fault::Throttle, (2, 1)),
+    ];
+    for (case, fault, attempts) in cases {
+        let (app, proxy) = behind_a_proxy().await;
+        proxy.set_for(1, fault);
 
-    let (response, elapsed) = timed_create(&app, BODY).await;
+        let response = app.create(BODY).await;
 
-    assert_unavailable(&response);
-    assert!(elapsed < QUICKLY, "took {elapsed:?}");
-    assert_eq!((proxy.requests(), proxy.forwarded()), (MAX_ATTEMPTS, 0));
-    assert!(app.items().await.is_empty());
-
-    proxy.set(Fault::Pass);
-    assert_created(&app.create(BODY).await);
-    assert_eq!(app.items().await.len(), 1);
+        assert_eq!(response.status, 200, "{case}: {}", response.body);
+        assert_created(&response);
+        assert_eq!((proxy.requests(), proxy.forwarded()), attempts, "{case}");
+        assert_stored(&app).await;
+        assert_eq!(app.items().await.len(), 1, "{case}");
+    }
 }
 
 #[tokio::test]
-async fn a_single_throttled_attempt_is_absorbed_by_the_sdks_retry() {
-    let (app, proxy) = behind_a_proxy().await;
-    proxy.set_for(1, Fault::Throttle);
+async fn resets_or_throttling_on_every_attempt_are_a_quick_503_that_wrote_nothing_and_the_clients_retry_gets_200()
+ {
+    for fault in [Fault::ResetMidRequest, Fault::Throttle] {
+        let (app, proxy, elapsed) = unavailable_under(fault).await;
 
-    let response = app.create(BODY).await;
-
-    assert_created(&response);
-    assert_eq!((proxy.requests(), proxy.forwarded()), (2, 1));
-    assert_eq!(app.items().await.len(), 1);
+        assert!(elapsed < QUICKLY, "{fault:?} took {elapsed:?}");
+        assert_eq!(
+            (proxy.requests(), proxy.forwarded()),
+            (MAX_ATTEMPTS, 0),
+            "{fault:?}"
+        );
+        assert!(app.items().await.is_empty(), "{fault:?}");
+        assert_the_retry_gets_200(&app, &proxy).await;
+        assert_stored(&app).await;
+    }
 }
 
 /// What a client of the kill-and-restart stream sent.

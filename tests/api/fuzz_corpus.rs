@@ -7,8 +7,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-#[path = "../../fuzz/src/lib.rs"]
-mod fuzz_targets;
+use crate::fuzz_targets;
 
 fn inputs(target: &str) -> Vec<PathBuf> {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");

@@ -3,12 +3,12 @@
 //! in `events/` and sent through the real handler.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
@@ -19,12 +19,16 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
 use lambda_http::http::HeaderMap;
+use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::{Context, Request, RequestExt};
 use plant_store::auth::Authenticator;
 use plant_store::envelope;
 use plant_store::handler::App;
 use plant_store::store::{DynamoStore, with_budgets};
 use serde_json::Value;
+use tokio::task::JoinSet;
+
+use crate::fuzz_targets::JsonResponse;
 
 /// The token every sample event carries, and the default of `make run`.
 pub const DEV_TOKEN: &str = "plant-store-dev-token";
@@ -260,10 +264,22 @@ impl TestApp {
         send(&self.app, request).await
     }
 
+    /// Sends every request at once, each on a task of its own, and returns
+    /// the responses in the order of `requests`.
+    pub async fn send_concurrently(&self, requests: Vec<Request>) -> Vec<TestResponse> {
+        let mut tasks = JoinSet::new();
+        for (position, request) in requests.into_iter().enumerate() {
+            let app = Arc::clone(&self.app);
+            tasks.spawn(async move { (position, send(&app, request).await) });
+        }
+        let mut responses = tasks.join_all().await;
+        responses.sort_by_key(|(position, _)| *position);
+        responses.into_iter().map(|(_, response)| response).collect()
+    }
+
     /// Sends `body` as a create through the HTTP API front door.
     pub async fn create(&self, body: &str) -> TestResponse {
-        self.send(Event::load("create-http-api.json").body(body).request())
-            .await
+        self.send(create_request(body)).await
     }
 
     /// The stored item, read with strong consistency.
@@ -293,17 +309,23 @@ impl TestApp {
     }
 }
 
+/// A create of `body` through the HTTP API front door.
+pub fn create_request(body: &str) -> Request {
+    Event::load("create-http-api.json").body(body).request()
+}
+
 pub async fn send(app: &App<DynamoStore>, request: Request) -> TestResponse {
     let request_id = unique_name("request");
     let mut context = Context::default();
     context.request_id = request_id.clone();
-    let response = app.handle(request.with_lambda_context(context)).await;
-    let (parts, body) = response.into_parts();
-    let body = serde_json::from_slice(body.as_ref())
-        .unwrap_or_else(|err| panic!("response body is not JSON ({err}): {:?}", body.as_ref()));
+    let JsonResponse {
+        status,
+        headers,
+        body,
+    } = app.handle(request.with_lambda_context(context)).await.into();
     TestResponse {
-        status: parts.status.as_u16(),
-        headers: parts.headers,
+        status,
+        headers,
         body,
         request_id,
     }
@@ -480,4 +502,57 @@ pub fn assert_item(item: &Item, id: i64, name: &str, tag: Option<&str>) {
         "created_at {created_at} is {age:?} old"
     );
     assert!(created_at.ends_with('Z'), "created_at {created_at} is UTC");
+}
+
+/// Whatever a log subscriber or a metrics sink writes, kept in memory for
+/// the test to read. Clones share the one buffer.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    fn bytes(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn append(&self, bytes: &[u8]) {
+        self.bytes().extend_from_slice(bytes);
+    }
+
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.bytes().clone()).expect("UTF-8 output")
+    }
+
+    /// Every complete line written since the last call, each parsed as JSON.
+    pub fn take_json_lines(&self) -> Vec<Value> {
+        let text = String::from_utf8(std::mem::take(&mut *self.bytes())).expect("UTF-8 output");
+        assert!(
+            text.is_empty() || text.ends_with('\n'),
+            "a partial line: {text:?}"
+        );
+        text.lines()
+            .map(|line| {
+                serde_json::from_str(line).unwrap_or_else(|err| panic!("not one JSON object ({err}): {line}"))
+            })
+            .collect()
+    }
+}
+
+impl io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.append(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Captured {
+    type Writer = Captured;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
 }

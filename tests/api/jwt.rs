@@ -19,16 +19,15 @@ use aws_lc_rs::signature::{
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use lambda_http::tracing;
-use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use plant_store::auth::Authenticator;
 use plant_store::auth::jwt::{JwksPolicy, JwtSettings, JwtVerifier};
 use plant_store::config::Config;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinSet;
 
-use crate::helpers::{DEV_TOKEN, Event, TestApp, TestResponse, assert_item, send};
+use crate::helpers::{Captured, DEV_TOKEN, Event, TestApp, TestResponse, assert_item};
+use crate::startup::start_the_function;
 
 /// Not fetched: the tests configure `PLANTS_JWT_JWKS_URL`, except where
 /// discovery itself is tested.
@@ -420,334 +419,153 @@ async fn assert_outcome(app: &TestApp, response: &TestResponse, id: i64, expect:
     }
 }
 
-/// How a token reaches the function.
-#[derive(Clone, Copy)]
-enum Delivery {
-    Header,
-    /// RFC 6750 §2.3 `access_token` query parameter, which we do not read.
-    Query,
-}
-
 // ---------------------------------------------------------------------------
 // Tokens.
 
 #[tokio::test]
 async fn every_kind_of_token_gets_its_documented_answer() {
-    use Delivery::{Header, Query};
     use Expect::{Created, InsufficientScope, InvalidToken, NoCredentials};
     let server = JwksServer::start(standard_jwks()).await;
     let app = app(&server, JwksPolicy::default()).await;
     let now = now();
     let rsa_public_key = keys().rsa.public_key().as_ref().to_vec();
+    // A good RS256 access token with one header parameter or claim changed
+    // (`Value::Null` removes it).
+    let header = |name: &str, value: Value| Jwt::rs256().header(name, value);
+    let claim = |name: &str, value: Value| Jwt::rs256().claim(name, value);
 
-    let cases: Vec<(&str, Jwt, Delivery, Expect)> = vec![
-        ("a good RS256 token", Jwt::rs256(), Header, Created),
-        ("a good ES256 token", Jwt::es256(), Header, Created),
-        (
-            "typ JWT",
-            Jwt::rs256().header("typ", json!("JWT")),
-            Header,
-            Created,
-        ),
+    let accepted = vec![
+        ("a good RS256 token", Jwt::rs256()),
+        ("a good ES256 token", Jwt::es256()),
+        ("typ JWT", header("typ", json!("JWT"))),
         (
             "typ application/at+jwt",
-            Jwt::rs256().header("typ", json!("application/at+jwt")),
-            Header,
-            Created,
+            header("typ", json!("application/at+jwt")),
         ),
-        ("no typ", Jwt::rs256().header("typ", Value::Null), Header, Created),
-        (
-            "aud among others",
-            Jwt::rs256().claim("aud", json!(["other", AUDIENCE])),
-            Header,
-            Created,
-        ),
+        ("no typ", header("typ", Value::Null)),
+        ("aud among others", claim("aud", json!(["other", AUDIENCE]))),
         (
             "no aud but a matching client_id (Cognito)",
-            Jwt::rs256()
-                .claim("aud", Value::Null)
+            claim("aud", Value::Null)
                 .claim("client_id", json!(CLIENT_ID))
                 .claim("token_use", json!("access")),
-            Header,
-            Created,
         ),
         (
             "the scope in scp as an array (Okta)",
-            Jwt::rs256()
-                .claim("scope", Value::Null)
-                .claim("scp", json!(["openid", SCOPE])),
-            Header,
-            Created,
+            claim("scope", Value::Null).claim("scp", json!(["openid", SCOPE])),
         ),
         (
             "the scope in scp as a string (Entra ID)",
-            Jwt::rs256()
-                .claim("scope", Value::Null)
-                .claim("scp", json!(format!("read {SCOPE}"))),
-            Header,
-            Created,
+            claim("scope", Value::Null).claim("scp", json!(format!("read {SCOPE}"))),
         ),
-        (
-            "expired, but within the leeway",
-            Jwt::rs256().claim("exp", json!(now - 10)),
-            Header,
-            Created,
-        ),
-        (
-            "nbf within the leeway",
-            Jwt::rs256().claim("nbf", json!(now + 10)),
-            Header,
-            Created,
-        ),
-        (
-            "iat within the leeway",
-            Jwt::rs256().claim("iat", json!(now + 10)),
-            Header,
-            Created,
-        ),
-        (
-            "alg none",
-            Jwt::rs256()
-                .header("alg", json!("none"))
-                .signed(Signing::Unsigned),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "alg noNE",
-            Jwt::rs256()
-                .header("alg", json!("noNE"))
-                .signed(Signing::Unsigned),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "alg none with an RS256 signature",
-            Jwt::rs256().header("alg", json!("none")),
-            Header,
-            InvalidToken,
-        ),
+        ("expired, but within the leeway", claim("exp", json!(now - 10))),
+        ("nbf within the leeway", claim("nbf", json!(now + 10))),
+        ("iat within the leeway", claim("iat", json!(now + 10))),
+    ];
+    let invalid = vec![
+        ("alg none", header("alg", json!("none")).signed(Signing::Unsigned)),
+        ("alg noNE", header("alg", json!("noNE")).signed(Signing::Unsigned)),
+        ("alg none with an RS256 signature", header("alg", json!("none"))),
         (
             "HS256 signed with the RSA public key as its secret",
-            Jwt::rs256()
-                .header("alg", json!("HS256"))
-                .signed(Signing::Hs256(rsa_public_key)),
-            Header,
-            InvalidToken,
+            header("alg", json!("HS256")).signed(Signing::Hs256(rsa_public_key)),
         ),
         (
             "HS256 signed with the oct key of the JWKS",
-            Jwt::rs256()
-                .header("alg", json!("HS256"))
+            header("alg", json!("HS256"))
                 .header("kid", json!("oct-1"))
                 .signed(Signing::Hs256(OCT_SECRET.to_vec())),
-            Header,
-            InvalidToken,
         ),
         (
             "RS512, which is not allowed",
-            Jwt::rs256()
-                .header("alg", json!("RS512"))
-                .signed(Signing::Rs512(&keys().rsa)),
-            Header,
-            InvalidToken,
+            header("alg", json!("RS512")).signed(Signing::Rs512(&keys().rsa)),
         ),
         (
             "ES256 under the kid of an RSA key",
             Jwt::es256().header("kid", json!("rsa-1")),
-            Header,
-            InvalidToken,
         ),
-        (
-            "RS256 under the kid of an EC key",
-            Jwt::rs256().header("kid", json!("ec-1")),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "no kid",
-            Jwt::rs256().header("kid", Value::Null),
-            Header,
-            InvalidToken,
-        ),
+        ("RS256 under the kid of an EC key", header("kid", json!("ec-1"))),
+        ("no kid", header("kid", Value::Null)),
         (
             "signed by another key",
             Jwt::rs256().signed(Signing::Rs256(&keys().rsa_next)),
-            Header,
-            InvalidToken,
         ),
-        (
-            "claims changed after signing",
-            Jwt::rs256().tampered(),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "a critical header parameter",
-            Jwt::rs256().header("crit", json!(["exp"])),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "expired",
-            Jwt::rs256().claim("exp", json!(now - 120)),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "nbf in the future",
-            Jwt::rs256().claim("nbf", json!(now + 120)),
-            Header,
-            InvalidToken,
-        ),
+        ("claims changed after signing", Jwt::rs256().tampered()),
+        ("a critical header parameter", header("crit", json!(["exp"]))),
+        ("expired", claim("exp", json!(now - 120))),
+        ("nbf in the future", claim("nbf", json!(now + 120))),
         (
             "iat in the future beyond the leeway",
-            Jwt::rs256().claim("iat", json!(now + 120)),
-            Header,
-            InvalidToken,
+            claim("iat", json!(now + 120)),
         ),
-        (
-            "no exp",
-            Jwt::rs256().claim("exp", Value::Null),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "exp as a string",
-            Jwt::rs256().claim("exp", json!((now + 300).to_string())),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "nbf as a string",
-            Jwt::rs256().claim("nbf", json!(now.to_string())),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "iat as a string",
-            Jwt::rs256().claim("iat", json!(now.to_string())),
-            Header,
-            InvalidToken,
-        ),
+        ("no exp", claim("exp", Value::Null)),
+        ("exp as a string", claim("exp", json!((now + 300).to_string()))),
+        ("nbf as a string", claim("nbf", json!(now.to_string()))),
+        ("iat as a string", claim("iat", json!(now.to_string()))),
         (
             "a wrong issuer",
-            Jwt::rs256().claim("iss", json!("https://issuer.example/other")),
-            Header,
-            InvalidToken,
+            claim("iss", json!("https://issuer.example/other")),
         ),
         (
             "the issuer with a trailing slash",
-            Jwt::rs256().claim("iss", json!(format!("{ISSUER}/"))),
-            Header,
-            InvalidToken,
+            claim("iss", json!(format!("{ISSUER}/"))),
         ),
-        (
-            "iss as an array",
-            Jwt::rs256().claim("iss", json!([ISSUER])),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "no iss",
-            Jwt::rs256().claim("iss", Value::Null),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "a wrong audience",
-            Jwt::rs256().claim("aud", json!("https://other.example")),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "an empty aud array",
-            Jwt::rs256().claim("aud", json!([])),
-            Header,
-            InvalidToken,
-        ),
+        ("iss as an array", claim("iss", json!([ISSUER]))),
+        ("no iss", claim("iss", Value::Null)),
+        ("a wrong audience", claim("aud", json!("https://other.example"))),
+        ("an empty aud array", claim("aud", json!([]))),
         (
             "a wrong aud beside a matching client_id",
-            Jwt::rs256()
-                .claim("aud", json!("https://other.example"))
-                .claim("client_id", json!(CLIENT_ID)),
-            Header,
-            InvalidToken,
+            claim("aud", json!("https://other.example")).claim("client_id", json!(CLIENT_ID)),
         ),
         (
             "no aud and a wrong client_id",
-            Jwt::rs256()
-                .claim("aud", Value::Null)
-                .claim("client_id", json!("other-client")),
-            Header,
-            InvalidToken,
+            claim("aud", Value::Null).claim("client_id", json!("other-client")),
         ),
-        (
-            "neither aud nor client_id",
-            Jwt::rs256().claim("aud", Value::Null),
-            Header,
-            InvalidToken,
-        ),
+        ("neither aud nor client_id", claim("aud", Value::Null)),
         (
             "an ID token (Cognito: token_use id, aud is the client id)",
-            Jwt::rs256()
-                .claim("aud", json!(CLIENT_ID))
+            claim("aud", json!(CLIENT_ID))
                 .claim("token_use", json!("id"))
                 .claim("scope", Value::Null),
-            Header,
-            InvalidToken,
         ),
         (
             "a typ that is not an access token's",
-            Jwt::rs256().header("typ", json!("dpop+jwt")),
-            Header,
-            InvalidToken,
-        ),
-        (
-            "no scope at all",
-            Jwt::rs256().claim("scope", Value::Null),
-            Header,
-            InsufficientScope,
-        ),
-        (
-            "another scope",
-            Jwt::rs256().claim("scope", json!("openid plants:read")),
-            Header,
-            InsufficientScope,
-        ),
-        (
-            "a scope that only starts with the required one",
-            Jwt::rs256().claim("scope", json!("plants:write-all")),
-            Header,
-            InsufficientScope,
-        ),
-        (
-            "the scope in another case",
-            Jwt::rs256().claim("scope", json!("PLANTS:WRITE")),
-            Header,
-            InsufficientScope,
-        ),
-        (
-            "a good token in the query string instead of the header",
-            Jwt::rs256(),
-            Query,
-            NoCredentials,
+            header("typ", json!("dpop+jwt")),
         ),
     ];
+    let lacking_the_scope = vec![
+        ("no scope at all", claim("scope", Value::Null)),
+        ("another scope", claim("scope", json!("openid plants:read"))),
+        (
+            "a scope that only starts with the required one",
+            claim("scope", json!("plants:write-all")),
+        ),
+        ("the scope in another case", claim("scope", json!("PLANTS:WRITE"))),
+    ];
 
-    for (id, (case, jwt, delivery, expect)) in (1..).zip(cases) {
-        let token = jwt.encode();
-        let request = match delivery {
-            Header => request(&token, id),
-            Query => Event::load("create-http-api.json")
-                .body(&json!({ "id": id, "name": format!("plant {id}") }).to_string())
-                .header("authorization", None)
-                .query("access_token", &token)
-                .request(),
-        };
-        let response = app.send(request).await;
+    let cases = [
+        (Created, accepted),
+        (InvalidToken, invalid),
+        (InsufficientScope, lacking_the_scope),
+    ]
+    .into_iter()
+    .flat_map(|(expect, cases)| cases.into_iter().map(move |(case, jwt)| (case, jwt, expect)));
+    let mut ids = 1..;
+    for ((case, jwt, expect), id) in cases.zip(&mut ids) {
+        let response = app.send(request(&jwt.encode(), id)).await;
         assert_outcome(&app, &response, id, expect, case).await;
     }
+    // RFC 6750 §2.3's `access_token` query parameter, which we do not read.
+    let id = ids.next().expect("an id");
+    let in_the_query = Event::load("create-http-api.json")
+        .body(&json!({ "id": id, "name": format!("plant {id}") }).to_string())
+        .header("authorization", None)
+        .query("access_token", &Jwt::rs256().encode())
+        .request();
+    let response = app.send(in_the_query).await;
+    let case = "a good token in the query string instead of the header";
+    assert_outcome(&app, &response, id, NoCredentials, case).await;
     assert_eq!(
         server.fetches(),
         1,
@@ -789,8 +607,36 @@ enum Step {
     Send(Jwt, Expect, usize),
     /// Changes what the JWKS server answers.
     Serve(fn(&mut Served)),
+    /// Has the JWKS server send this `Cache-Control`.
+    CacheControl(&'static str),
     Sleep(Duration),
 }
+
+/// A policy under which keys expire at once, so that every request wants a
+/// refresh unless the JWKS's `Cache-Control` keeps them.
+fn expiring() -> JwksPolicy {
+    quick(|policy| {
+        policy.min_ttl = Duration::ZERO;
+        policy.refresh_interval = Duration::ZERO;
+    })
+}
+
+/// The scenario `case`: three good tokens under a JWKS sent with
+/// `Cache-Control: header` and an `expiring` policy, and the JWKS fetch
+/// count after each.
+fn cache_control(case: &'static str, header: &'static str, fetches: [usize; 3]) -> Scenario {
+    let [first, second, third] = fetches;
+    let steps = vec![
+        Step::CacheControl(header),
+        Step::Send(Jwt::rs256(), Expect::Created, first),
+        Step::Send(Jwt::rs256(), Expect::Created, second),
+        Step::Send(Jwt::es256(), Expect::Created, third),
+    ];
+    (case, expiring(), steps)
+}
+
+/// A key-cache scenario: its name, the cache's policy, and its steps.
+type Scenario = (&'static str, JwksPolicy, Vec<Step>);
 
 fn unknown_kid() -> Jwt {
     Jwt::rs256().header("kid", json!("rsa-unknown"))
@@ -820,15 +666,10 @@ fn padded_jwks(size: usize) -> String {
 #[tokio::test]
 async fn every_key_cache_situation_gets_its_documented_answer() {
     use Expect::{Created, InvalidToken, Unavailable};
-    use Step::{Send, Serve, Sleep};
+    use Step::{CacheControl, Send, Serve, Sleep};
     let ms = Duration::from_millis;
-    // Keys that expire at once, so that every request wants a refresh.
-    let expiring = |policy: &mut JwksPolicy| {
-        policy.min_ttl = Duration::ZERO;
-        policy.refresh_interval = Duration::ZERO;
-    };
 
-    let scenarios: Vec<(&str, JwksPolicy, Vec<Step>)> = vec![
+    let scenarios: Vec<Scenario> = vec![
         (
             "an unknown kid triggers one refresh, then is refused, and no refresh follows within 10 s",
             JwksPolicy::default(),
@@ -838,6 +679,19 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
                 Send(unknown_kid(), InvalidToken, 2),
                 Send(unknown_kid().header("kid", json!("rsa-other")), InvalidToken, 2),
                 Send(Jwt::rs256(), Created, 2),
+            ],
+        ),
+        (
+            "the refresh rate limit: one refresh per interval, however many unknown kids",
+            quick(|policy| policy.refresh_interval = ms(1000)),
+            vec![
+                Send(Jwt::rs256(), Created, 1),
+                Send(unknown_kid(), InvalidToken, 2),
+                Send(unknown_kid(), InvalidToken, 2),
+                Send(unknown_kid(), InvalidToken, 2),
+                Sleep(ms(1100)),
+                Send(unknown_kid(), InvalidToken, 3),
+                Send(unknown_kid(), InvalidToken, 3),
             ],
         ),
         (
@@ -855,23 +709,10 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
             ],
         ),
         (
-            "the refresh rate limit: one refresh per interval, however many unknown kids",
-            quick(|policy| policy.refresh_interval = ms(1000)),
-            vec![
-                Send(Jwt::rs256(), Created, 1),
-                Send(unknown_kid(), InvalidToken, 2),
-                Send(unknown_kid(), InvalidToken, 2),
-                Send(unknown_kid(), InvalidToken, 2),
-                Sleep(ms(1100)),
-                Send(unknown_kid(), InvalidToken, 3),
-                Send(unknown_kid(), InvalidToken, 3),
-            ],
-        ),
-        (
             "the JWKS down with keys cached: the cached keys are used, an unknown kid is a 503",
-            quick(expiring),
+            expiring(),
             vec![
-                Serve(|served| served.cache_control = Some("max-age=0".into())),
+                CacheControl("max-age=0"),
                 Send(Jwt::rs256(), Created, 1),
                 Serve(|served| served.status = 503),
                 Send(Jwt::rs256(), Created, 2),
@@ -884,13 +725,13 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "cached keys are used while refreshes fail, but only for max_stale; then retries as if empty",
-            quick(|policy| {
-                expiring(policy);
-                policy.max_stale = ms(1000);
-                policy.retry_interval = ms(500);
-            }),
+            JwksPolicy {
+                max_stale: ms(1000),
+                retry_interval: ms(500),
+                ..expiring()
+            },
             vec![
-                Serve(|served| served.cache_control = Some("max-age=0".into())),
+                CacheControl("max-age=0"),
                 Send(Jwt::rs256(), Created, 1),
                 Serve(|served| served.reset = true),
                 Send(Jwt::rs256(), Created, 2),
@@ -984,25 +825,15 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
                 Send(Jwt::rs256(), InvalidToken, 1),
             ],
         ),
-        (
+        cache_control(
             "Cache-Control max-age keeps the keys without refetching",
-            quick(expiring),
-            vec![
-                Serve(|served| served.cache_control = Some("public, max-age=3600".into())),
-                Send(Jwt::rs256(), Created, 1),
-                Send(Jwt::rs256(), Created, 1),
-                Send(Jwt::es256(), Created, 1),
-            ],
+            "public, max-age=3600",
+            [1, 1, 1],
         ),
-        (
+        cache_control(
             "Cache-Control no-cache (with a zero minimum) refetches every time",
-            quick(expiring),
-            vec![
-                Serve(|served| served.cache_control = Some("no-cache".into())),
-                Send(Jwt::rs256(), Created, 1),
-                Send(Jwt::rs256(), Created, 2),
-                Send(Jwt::es256(), Created, 3),
-            ],
+            "no-cache",
+            [1, 2, 3],
         ),
     ];
 
@@ -1018,6 +849,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
                     assert_eq!(server.fetches(), fetches, "{step}: JWKS fetches");
                 }
                 Serve(change) => server.serve(change),
+                CacheControl(header) => server.serve(|served| served.cache_control = Some(header.into())),
                 Sleep(duration) => tokio::time::sleep(duration).await,
             }
         }
@@ -1049,13 +881,9 @@ async fn concurrent_requests_share_one_fetch() {
     let app = app(&server, quick(|policy| policy.refresh_interval = Duration::ZERO)).await;
 
     for (round, jwt, expected) in [(0, Jwt::rs256(), 200), (1, unknown_kid(), 401)] {
-        let mut requests = JoinSet::new();
-        for n in 0..8 {
-            let handler = Arc::clone(&app.app);
-            let request = request(&jwt.encode(), round * 100 + n);
-            requests.spawn(async move { send(&handler, request).await.status });
-        }
-        let statuses = requests.join_all().await;
+        let requests = (0..8).map(|n| request(&jwt.encode(), round * 100 + n)).collect();
+        let responses = app.send_concurrently(requests).await;
+        let statuses: Vec<u16> = responses.iter().map(|response| response.status).collect();
         assert_eq!(statuses, vec![expected; 8], "round {round}");
         assert_eq!(
             server.fetches(),
@@ -1190,29 +1018,9 @@ async fn static_tokens_and_jwts_can_both_be_on_and_either_accepts() {
     assert_outcome(&app, &response, 3, Expect::InvalidToken, "not a JWT, issuer down").await;
 }
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0.lock().expect("log buffer").extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn the_reason_goes_to_the_debug_log_and_the_token_never_does() {
-    let capture = Capture::default();
+    let capture = Captured::default();
     let subscriber = tracing::subscriber::fmt()
         .with_max_level(tracing::Level::DEBUG)
         .with_writer(capture.clone())
@@ -1255,12 +1063,12 @@ async fn the_reason_goes_to_the_debug_log_and_the_token_never_does() {
             "{reason}: {}",
             response.status
         );
-        let log = String::from_utf8(capture.0.lock().expect("log buffer").clone()).expect("UTF-8 log");
+        let log = capture.text();
         assert!(log.contains(reason), "{reason} is not in the log:\n{log}");
         tokens.push(token);
     }
 
-    let log = String::from_utf8(capture.0.lock().expect("log buffer").clone()).expect("UTF-8 log");
+    let log = capture.text();
     for token in &tokens {
         for segment in token.split('.').filter(|segment| segment.len() > 8) {
             assert!(!log.contains(segment), "a token segment reached the log:\n{log}");
@@ -1292,18 +1100,8 @@ fn the_built_function_refuses_to_start_with_an_unusable_jwt_setting_naming_the_v
         ),
     ];
     for (vars, expected) in cases {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_plant-store"))
-            .env_clear()
-            .env("TABLE_NAME", "plants")
-            .envs(vars.iter().copied())
-            .output()
-            .expect("the function binary runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert_eq!(output.status.code(), Some(1), "{vars:?}: {text}");
+        let (code, text) = start_the_function(&[&[("TABLE_NAME", "plants")], vars.as_slice()].concat());
+        assert_eq!(code, Some(1), "{vars:?}: {text}");
         assert_eq!(text.lines().count(), 1, "{vars:?}: {text}");
         assert!(text.contains(expected), "{vars:?}: {text}");
     }

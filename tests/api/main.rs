@@ -7,6 +7,10 @@ mod events;
 mod fault_proxy;
 mod faults;
 mod fuzz_corpus;
+/// The fuzz targets' bodies (`fuzz/` is a crate of its own), for the corpus
+/// replay, and their in-process reading of a response, for the harness.
+#[path = "../../fuzz/src/lib.rs"]
+mod fuzz_targets;
 mod helpers;
 mod jwt;
 mod prewarm;

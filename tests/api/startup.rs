@@ -2,7 +2,9 @@
 
 use std::process::Command;
 
-fn start(vars: &[(&str, &str)]) -> (Option<i32>, String) {
+/// Runs the built function with only `vars` in its environment, until it
+/// exits: its exit code, and its stdout and stderr together.
+pub(crate) fn start_the_function(vars: &[(&str, &str)]) -> (Option<i32>, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_plant-store"))
         .env_clear()
         .envs(vars.iter().copied())
@@ -18,7 +20,7 @@ fn start(vars: &[(&str, &str)]) -> (Option<i32>, String) {
 
 #[test]
 fn without_a_token_verifier_the_function_exits_with_one_line_naming_the_variables() {
-    let (code, output) = start(&[("TABLE_NAME", "plants")]);
+    let (code, output) = start_the_function(&[("TABLE_NAME", "plants")]);
 
     assert_eq!(code, Some(1), "{output}");
     assert_eq!(output.lines().count(), 1, "{output}");
@@ -28,7 +30,7 @@ fn without_a_token_verifier_the_function_exits_with_one_line_naming_the_variable
 
 #[test]
 fn without_a_table_name_the_function_exits_naming_table_name() {
-    let (code, output) = start(&[(
+    let (code, output) = start_the_function(&[(
         "PLANTS_TOKEN_SHA256",
         "6f07e6f450d73a3176f329c6900a41f88a96f4b875cbea4e6f9e25f8ad1362f5",
     )]);

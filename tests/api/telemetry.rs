@@ -6,11 +6,10 @@
 
 use std::io;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lambda_http::lambda_runtime::Config as LambdaConfig;
-use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::{Context, Request, RequestExt, tracing};
 use plant_store::auth::Authenticator;
 use plant_store::handler::App;
@@ -19,7 +18,9 @@ use plant_store::store::{Created, DynamoStore, MemoryStore, PlantStore, StoreErr
 use plant_store::telemetry::{MetricsSink, Telemetry, TelemetrySettings};
 use serde_json::{Value, json};
 
-use crate::helpers::{DEV_TOKEN, Event, client_for, create_table, dynamodb_local_endpoint, unique_name};
+use crate::helpers::{
+    Captured, DEV_TOKEN, Event, client_for, create_table, dynamodb_local_endpoint, unique_name,
+};
 use crate::jwt::verifier_and_token_without_scope;
 use crate::runtime_fake::{FUNCTION_ARN, TRACE_HEADER, function, runtime_api};
 
@@ -37,53 +38,9 @@ const COUNTERS: [&str; 7] = [
     "StoreUnavailable",
 ];
 
-/// Lines written by the log subscriber or the metrics sink.
-#[derive(Clone, Default)]
-struct Output(Arc<Mutex<Vec<u8>>>);
-
-impl Output {
-    /// Every complete line written since the last call, each parsed as JSON.
-    fn take(&self) -> Vec<Value> {
-        let bytes = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
-        let text = String::from_utf8(bytes).expect("UTF-8 output");
-        assert!(
-            text.is_empty() || text.ends_with('\n'),
-            "a partial line: {text:?}"
-        );
-        text.lines()
-            .map(|line| {
-                serde_json::from_str(line).unwrap_or_else(|err| panic!("not one JSON object ({err}): {line}"))
-            })
-            .collect()
-    }
-}
-
-impl io::Write for Output {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Output {
-    type Writer = Output;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-impl MetricsSink for Output {
+impl MetricsSink for Captured {
     fn write_line(&self, line: &[u8]) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(line);
+        self.append(line);
     }
 }
 
@@ -118,7 +75,7 @@ fn lambda_context(request_id: &str) -> Context {
 
 /// One request, and what it should leave behind.
 struct Case {
-    name: &'static str,
+    name: String,
     request: Request,
     status: u16,
     error: Option<u32>,
@@ -129,6 +86,47 @@ struct Case {
     store_call: bool,
 }
 
+/// The counters of most refusals.
+const CLIENT_ERROR: &[&str] = &["ClientError"];
+
+impl Case {
+    /// A 200 whose plant was `outcome` (inserted or replayed) in DynamoDB.
+    fn created(request: Event, outcome: &'static str, ones: &'static [&'static str]) -> Self {
+        Self {
+            name: format!("200 {outcome}"),
+            request: request.request(),
+            status: 200,
+            error: None,
+            outcome: Some(outcome),
+            ones,
+            store_call: true,
+        }
+    }
+
+    /// The `error` answer (its status is the code's first three digits),
+    /// decided before DynamoDB was called.
+    fn refused(error: u32, request: Event, ones: &'static [&'static str]) -> Self {
+        let status = u16::try_from(error / 100).expect("an HTTP status");
+        Self {
+            name: status.to_string(),
+            request: request.request(),
+            status,
+            error: Some(error),
+            outcome: None,
+            ones,
+            store_call: false,
+        }
+    }
+
+    /// The `error` answer, after DynamoDB was called.
+    fn after_the_store(error: u32, request: Event, ones: &'static [&'static str]) -> Self {
+        Self {
+            store_call: true,
+            ..Self::refused(error, request, ones)
+        }
+    }
+}
+
 fn create(body: &str) -> Event {
     Event::load("create-http-api.json").body(body)
 }
@@ -136,9 +134,10 @@ fn create(body: &str) -> Event {
 /// Sends every case in order through `app`, whose first request is the
 /// cold start, and checks the one log line and the one EMF document each
 /// one leaves.
-async fn assert_observed<S: PlantStore>(app: &App<S>, log: &Output, metrics: &Output, cases: Vec<Case>) {
+async fn assert_observed<S: PlantStore>(app: &App<S>, log: &Captured, metrics: &Captured, cases: Vec<Case>) {
     for (position, mut case) in cases.into_iter().enumerate() {
-        let name = case.name;
+        let name = std::mem::take(&mut case.name);
+        let name = name.as_str();
         let request_id = unique_name("request");
         let sent = (
             case.request.method().to_string(),
@@ -151,14 +150,14 @@ async fn assert_observed<S: PlantStore>(app: &App<S>, log: &Output, metrics: &Ou
         assert_eq!(response.status().as_u16(), case.status, "{name}: status");
 
         let lines: Vec<Value> = log
-            .take()
+            .take_json_lines()
             .into_iter()
             .filter(|line| line["message"] == "request")
             .collect();
         let [line] = lines.as_slice() else {
             panic!("{name}: one request log line expected: {lines:?}")
         };
-        let documents = metrics.take();
+        let documents = metrics.take_json_lines();
         let [document] = documents.as_slice() else {
             panic!("{name}: one EMF document expected: {documents:?}")
         };
@@ -273,13 +272,13 @@ fn assert_document(name: &str, document: &Value, case: &Case, request_id: &str, 
     assert_eq!(*document, expected, "{name}: the EMF document");
 }
 
-fn with_telemetry<S: PlantStore>(app: App<S>, metrics: &Output) -> App<S> {
+fn with_telemetry<S: PlantStore>(app: App<S>, metrics: &Captured) -> App<S> {
     app.with_telemetry(Telemetry::new(TelemetrySettings::default(), metrics.clone()))
 }
 
 #[tokio::test]
 async fn every_outcome_leaves_one_log_line_with_the_powertools_keys_and_one_emf_document_with_its_metric() {
-    let log = Output::default();
+    let log = Captured::default();
     let subscriber = plant_store::logging::json_subscriber(None, log.clone());
     let _guard = tracing::dispatcher::set_default(&tracing::Dispatch::new(subscriber));
     // As in jwt.rs: with a second dispatcher registered, tracing-core asks
@@ -288,7 +287,7 @@ async fn every_outcome_leaves_one_log_line_with_the_powertools_keys_and_one_emf_
     let _second = tracing::Dispatch::new(tracing::subscriber::fmt().with_writer(io::sink).finish());
 
     // The store outcomes and every 4xx a static token can meet.
-    let metrics = Output::default();
+    let metrics = Captured::default();
     let client = client_for(dynamodb_local_endpoint());
     let table = unique_name("plants");
     create_table(&client, &table).await;
@@ -300,139 +299,57 @@ async fn every_outcome_leaves_one_log_line_with_the_powertools_keys_and_one_emf_
         &metrics,
     );
     let monstera = r#"{"id":1,"name":"Monstera","tag":"aroid"}"#;
+    let oversized = format!(r#"{{"id":3,"name":"{}"}}"#, "x".repeat(16 * 1024));
     let cases = vec![
-        Case {
-            name: "200 inserted",
-            request: create(monstera).request(),
-            status: 200,
-            error: None,
-            outcome: Some("inserted"),
-            ones: &["PlantCreated"],
-            store_call: true,
-        },
-        Case {
-            name: "200 replayed",
-            request: create(monstera).request(),
-            status: 200,
-            error: None,
-            outcome: Some("replayed"),
-            ones: &["PlantReplayed"],
-            store_call: true,
-        },
-        Case {
-            name: "409",
-            request: create(r#"{"id":1,"name":"Fern"}"#).request(),
-            status: 409,
-            error: Some(40901),
-            outcome: None,
-            ones: &["PlantConflict", "ClientError"],
-            store_call: true,
-        },
-        Case {
-            name: "400",
-            request: create(r#"{"id":2}"#).request(),
-            status: 400,
-            error: Some(40002),
-            outcome: None,
-            ones: &["ClientError"],
-            store_call: false,
-        },
-        Case {
-            name: "401",
-            request: create(monstera).header("authorization", None).request(),
-            status: 401,
-            error: Some(40101),
-            outcome: None,
-            ones: &["ClientError", "AuthRejected"],
-            store_call: false,
-        },
-        Case {
-            name: "404",
-            request: create(monstera).raw_path("/plants/1").request(),
-            status: 404,
-            error: Some(40401),
-            outcome: None,
-            ones: &["ClientError"],
-            store_call: false,
-        },
-        Case {
-            name: "405",
-            request: create(monstera).method("PUT").request(),
-            status: 405,
-            error: Some(40501),
-            outcome: None,
-            ones: &["ClientError"],
-            store_call: false,
-        },
-        Case {
-            name: "413",
-            request: create(&format!(r#"{{"id":3,"name":"{}"}}"#, "x".repeat(16 * 1024))).request(),
-            status: 413,
-            error: Some(41301),
-            outcome: None,
-            ones: &["ClientError"],
-            store_call: false,
-        },
-        Case {
-            name: "415",
-            request: create(monstera)
-                .header("content-type", Some("text/plain"))
-                .request(),
-            status: 415,
-            error: Some(41501),
-            outcome: None,
-            ones: &["ClientError"],
-            store_call: false,
-        },
+        Case::created(create(monstera), "inserted", &["PlantCreated"]),
+        Case::created(create(monstera), "replayed", &["PlantReplayed"]),
+        Case::after_the_store(
+            40901,
+            create(r#"{"id":1,"name":"Fern"}"#),
+            &["PlantConflict", "ClientError"],
+        ),
+        Case::refused(40002, create(r#"{"id":2}"#), CLIENT_ERROR),
+        Case::refused(
+            40101,
+            create(monstera).header("authorization", None),
+            &["ClientError", "AuthRejected"],
+        ),
+        Case::refused(40401, create(monstera).raw_path("/plants/1"), CLIENT_ERROR),
+        Case::refused(40501, create(monstera).method("PUT"), CLIENT_ERROR),
+        Case::refused(41301, create(&oversized), CLIENT_ERROR),
+        Case::refused(
+            41501,
+            create(monstera).header("content-type", Some("text/plain")),
+            CLIENT_ERROR,
+        ),
     ];
     assert_observed(&app, &log, &metrics, cases).await;
 
     // 403: a valid JWT without the scope. A process of its own, so its
     // first request is a cold start again.
-    let metrics = Output::default();
+    let metrics = Captured::default();
     let (_server, verifier, token) = verifier_and_token_without_scope().await;
     let app = with_telemetry(
         App::new(MemoryStore::default(), Authenticator::with_jwt(verifier)),
         &metrics,
     );
-    let cases = vec![Case {
-        name: "403",
-        request: create(monstera)
-            .header("authorization", Some(&format!("Bearer {token}")))
-            .request(),
-        status: 403,
-        error: Some(40301),
-        outcome: None,
-        ones: &["ClientError", "AuthRejected"],
-        store_call: false,
-    }];
+    let with_token = create(monstera).header("authorization", Some(&format!("Bearer {token}")));
+    let cases = vec![Case::refused(40301, with_token, &["ClientError", "AuthRejected"])];
     assert_observed(&app, &log, &metrics, cases).await;
 
     // 503 and 500: the store fails after it was called.
-    let metrics = Output::default();
+    let metrics = Captured::default();
     let app = with_telemetry(
         App::new(FailingStore, Authenticator::with_static_tokens(&[DEV_TOKEN])),
         &metrics,
     );
     let cases = vec![
-        Case {
-            name: "503",
-            request: create(r#"{"id":503,"name":"Fern"}"#).request(),
-            status: 503,
-            error: Some(50301),
-            outcome: None,
-            ones: &["ServerError", "StoreUnavailable"],
-            store_call: true,
-        },
-        Case {
-            name: "500",
-            request: create(r#"{"id":500,"name":"Fern"}"#).request(),
-            status: 500,
-            error: Some(50001),
-            outcome: None,
-            ones: &["ServerError"],
-            store_call: true,
-        },
+        Case::after_the_store(
+            50301,
+            create(r#"{"id":503,"name":"Fern"}"#),
+            &["ServerError", "StoreUnavailable"],
+        ),
+        Case::after_the_store(50001, create(r#"{"id":500,"name":"Fern"}"#), &["ServerError"]),
     ];
     assert_observed(&app, &log, &metrics, cases).await;
 }
