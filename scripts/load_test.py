@@ -44,35 +44,35 @@ def log(message):
     print(f"load-test: {message}", flush=True)
 
 
-# ---- the plan -----------------------------------------------------------------
-
 # (kind, weight). Bad kinds are answered before the store is reached.
-MIX = [("new", 50), ("retry", 20), ("conflict", 10), ("bad_json", 4), ("unknown_field", 4), ("missing_name", 3)]
-MIX += [("no_token", 3), ("wrong_token", 3), ("wrong_content_type", 3)]
+MIX = {"new": 50, "retry": 20, "conflict": 10, "bad_json": 4, "unknown_field": 4, "missing_name": 3}
+MIX |= {"no_token": 3, "wrong_token": 3, "wrong_content_type": 3}
 
-# What each bad kind must get: status and error code.
+# What each bad kind must get: status and error code; and how it spoils a good request.
 EXPECTED_REJECTION = {
-    "bad_json": (400, 40001),
-    "unknown_field": (400, 40005),
-    "missing_name": (400, 40002),
-    "no_token": (401, 40101),
-    "wrong_token": (401, 40102),
-    "wrong_content_type": (415, 41501),
+    "bad_json": (400, 40001, lambda r: r.update(body=r["body"][:-1])),
+    "unknown_field": (400, 40005, lambda r: r.update(body=dumps({**r["plant"], "colour": "green"}))),
+    "missing_name": (400, 40002, lambda r: r.update(body=dumps({"id": r["plant"]["id"]}))),
+    "no_token": (401, 40101, lambda r: r["headers"].pop("Authorization")),
+    "wrong_token": (401, 40102, lambda r: r["headers"].update(Authorization="Bearer not-the-token")),
+    "wrong_content_type": (415, 41501, lambda r: r["headers"].update({"Content-Type": "text/plain"})),
 }
 
 NAMES = ["Monstera", "Ficus lyrata", "Pilea peperomioides", "Aloe vera", "Calathea 🌿", "Fougère", "Sansevieria"]
 TAGS = [None, "aroid", "succulent", "fern", "trailing", "🌱"]
 
 
+def dumps(value):
+    return json.dumps(value, ensure_ascii=False)
+
+
 def plan(count, seed):
-    """The requests to send, in order: dicts with kind, id, body, headers."""
+    """The requests to send, in order: dicts with kind, plant, body, headers."""
     rng = random.Random(seed)
-    kinds = [kind for kind, _ in MIX]
-    weights = [weight for _, weight in MIX]
     planned, created = [], []
     next_id = rng.randrange(1, 2**40)  # fresh ids, distinct between runs of other seeds
     for _ in range(count):
-        kind = rng.choices(kinds, weights)[0]
+        kind = rng.choices(list(MIX), list(MIX.values()))[0]
         if kind in ("retry", "conflict") and not created:
             kind = "new"
         if kind == "retry":
@@ -84,30 +84,16 @@ def plan(count, seed):
         else:
             next_id += 1
             plant = {"id": next_id, "name": f"{rng.choice(NAMES)} #{next_id % 10000}"}
-            tag = rng.choice(TAGS)
-            if tag is not None:
+            if (tag := rng.choice(TAGS)) is not None:
                 plant["tag"] = tag
             if kind == "new":
                 created.append(plant)
-        body = json.dumps(plant, ensure_ascii=False)
         headers = {"Content-Type": "application/json", "Authorization": "Bearer {token}"}
-        if kind == "bad_json":
-            body = body[:-1]
-        elif kind == "unknown_field":
-            body = json.dumps({**plant, "colour": "green"}, ensure_ascii=False)
-        elif kind == "missing_name":
-            body = json.dumps({"id": plant["id"]})
-        elif kind == "no_token":
-            del headers["Authorization"]
-        elif kind == "wrong_token":
-            headers["Authorization"] = "Bearer not-the-token"
-        elif kind == "wrong_content_type":
-            headers["Content-Type"] = "text/plain"
-        planned.append({"kind": kind, "plant": plant, "body": body.encode(), "headers": headers})
+        request = {"kind": kind, "plant": plant, "body": dumps(plant), "headers": headers}
+        if kind in EXPECTED_REJECTION:
+            EXPECTED_REJECTION[kind][2](request)
+        planned.append(request)
     return planned
-
-
-# ---- sending ------------------------------------------------------------------
 
 
 def run_load(url, token, planned, clients):
@@ -121,14 +107,15 @@ def run_load(url, token, planned, clients):
             sessions.append(local.session)
         headers = {name: value.format(token=token) for name, value in request["headers"].items()}
         started = time.perf_counter()
-        outcome = {"status": None, "body": None, "error": None}
+        outcome = {"status": None, "body": None, "code": None, "error": None}
         try:
-            response = local.session.post(url, data=request["body"], headers=headers, timeout=REQUEST_TIMEOUT)
+            response = local.session.post(url, data=request["body"].encode(), headers=headers, timeout=REQUEST_TIMEOUT)
             outcome["status"] = response.status_code
             try:
                 outcome["body"] = response.json()
             except ValueError:
                 outcome["body"] = response.text
+            outcome["code"] = outcome["body"].get("error") if isinstance(outcome["body"], dict) else None
         except requests.RequestException as err:
             outcome["error"] = f"{type(err).__name__}: {err}"
         return dict(outcome, latency=time.perf_counter() - started)
@@ -142,75 +129,46 @@ def run_load(url, token, planned, clients):
     return results, elapsed
 
 
-# ---- the audit ----------------------------------------------------------------
-
-
-def scan(port, table):
-    pages = local_stack.dynamodb_client(port).get_paginator("scan").paginate(TableName=table, ConsistentRead=True)
-    return [item for page in pages for item in page["Items"]]
-
-
-def expected_body(plant):
-    return {key: plant[key] for key in ("name", "tag") if key in plant}
-
-
 def audit(planned, results, items):
-    """Every failed check as a line; empty when the audit passes."""
-    failures = []
+    """Every failed check as a line, and the body that won per id; no line when the audit passes."""
+    failures, by_id = [], collections.defaultdict(lambda: collections.defaultdict(list))
 
-    def fail(index, message):
-        request = planned[index]
-        failures.append(f"#{index} {request['kind']} {request['body'][:120]!r}: {message}")
+    def fail(index, expected):
+        request, result = planned[index], results[index]
+        got = result["error"] or f"{result['status']} {result['body']}"
+        failures.append(f"#{index} {request['kind']} {request['body'][:120]!r}: expected {expected}, got {got}")
 
-    by_id = {}
     for index, (request, result) in enumerate(zip(planned, results, strict=True)):
-        kind, status = request["kind"], result["status"]
         if result["error"] is not None:
-            fail(index, f"no answer: {result['error']}")
-            continue
-        if status >= 500:
-            fail(index, f"got {status} {result['body']}")
-            continue
-        if kind in EXPECTED_REJECTION:
-            want = EXPECTED_REJECTION[kind]
-            got = (status, result["body"].get("error") if isinstance(result["body"], dict) else None)
-            if got != want:
-                fail(index, f"expected {want}, got {status} {result['body']}")
-            continue
-        by_id.setdefault(request["plant"]["id"], []).append(index)
+            fail(index, "an answer")
+        elif result["status"] >= 500:
+            fail(index, "no 5xx")
+        elif want := EXPECTED_REJECTION.get(request["kind"]):
+            if (result["status"], result["code"]) != want[:2]:
+                fail(index, f"{want[0]} ({want[1]})")
+        else:  # per id, the requests grouped by the answer they must get when they win
+            by_id[request["plant"]["id"]][dumps({k: v for k, v in request["plant"].items() if k != "id"})].append(index)
 
     winners = {}
-    for plant_id, indexes in by_id.items():
-        bodies = {}
-        for index in indexes:
-            key = json.dumps(expected_body(planned[index]["plant"]), sort_keys=True)
-            bodies.setdefault(key, []).append(index)
+    for plant_id, bodies in by_id.items():
         won = [key for key, group in bodies.items() if any(results[i]["status"] == 200 for i in group)]
         if len(won) != 1:
             failures.append(f"id {plant_id}: {len(won)} different bodies got 200: {won}")
             continue
         winners[plant_id] = json.loads(won[0])
         for key, group in bodies.items():
+            want = (200, winners[plant_id]) if key == won[0] else (409, 40901)
             for index in group:
                 result = results[index]
-                if key == won[0]:
-                    if (result["status"], result["body"]) != (200, winners[plant_id]):
-                        fail(index, f"expected 200 {winners[plant_id]}, got {result['status']} {result['body']}")
-                else:
-                    body = result["body"] if isinstance(result["body"], dict) else {}
-                    if (result["status"], body.get("error")) != (409, 40901):
-                        fail(index, f"expected 409 (40901), got {result['status']} {result['body']}")
+                if (result["status"], result["body"] if key == won[0] else result["code"]) != want:
+                    fail(index, f"{want[0]} {want[1]}")
 
     stored = {}
     for item in items:
-        keys = set(item)
-        if not ({"id", "name", "created_at"} <= keys <= {"id", "name", "tag", "created_at"}):
+        if not ({"id", "name", "created_at"} <= set(item) <= {"id", "name", "tag", "created_at"}):
             failures.append(f"item with unexpected attributes: {item}")
             continue
-        plant = {"name": item["name"]["S"]}
-        if "tag" in item:
-            plant["tag"] = item["tag"]["S"]
-        stored[int(item["id"]["N"])] = plant
+        stored[int(item["id"]["N"])] = {key: item[key]["S"] for key in ("name", "tag") if key in item}
     for plant_id, plant in winners.items():
         if plant_id not in stored:
             failures.append(f"lost write: id {plant_id} got 200 {plant} but is not in the table")
@@ -221,22 +179,15 @@ def audit(planned, results, items):
     return failures, winners
 
 
-def percentile(sorted_values, fraction):
-    index = min(len(sorted_values) - 1, max(0, round(fraction * len(sorted_values)) - 1))
-    return sorted_values[index]
-
-
 def report(planned, results, elapsed, clients, winners):
     statuses = collections.Counter(result["status"] if result["error"] is None else "error" for result in results)
     latencies = sorted(result["latency"] * 1000 for result in results)
     kinds = collections.Counter(request["kind"] for request in planned)
     log(f"{len(planned)} requests from {clients} clients in {elapsed:.2f} s: {len(planned) / elapsed:.0f} requests/s")
+    ranks = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "max": 1.0}  # nearest rank
     log(
         "latency ms: "
-        + ", ".join(
-            f"{name} {percentile(latencies, fraction):.1f}"
-            for name, fraction in (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("max", 1.0))
-        )
+        + ", ".join(f"{k} {latencies[max(0, round(f * len(latencies)) - 1)]:.1f}" for k, f in ranks.items())
     )
     log("sent: " + ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())))
     log("answers: " + ", ".join(f"{status}: {count}" for status, count in sorted(statuses.items(), key=str)))
@@ -253,11 +204,8 @@ def main():
     if args.requests < 1 or args.clients < 1:
         parser.error("--requests and --clients must be at least 1")
 
-    def on_signal(signum, _frame):
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
+        signal.signal(sig, local_stack.on_signal)
 
     token, table = local_stack.settings()
     planned = plan(args.requests, args.seed)
@@ -267,7 +215,8 @@ def main():
         url = stack.wait_ready(STACK_READY_TIMEOUT)
         log(f"sending {args.requests} requests (seed {args.seed}) from {args.clients} clients to {url}")
         results, elapsed = run_load(url, token, planned, args.clients)
-        items = scan(stack.dynamodb_port, table)
+        scan = local_stack.dynamodb_client(stack.dynamodb_port).get_paginator("scan")
+        items = [item for page in scan.paginate(TableName=table, ConsistentRead=True) for item in page["Items"]]
         failures, winners = audit(planned, results, items)
         report(planned, results, elapsed, args.clients, winners)
     except local_stack.StackError as err:

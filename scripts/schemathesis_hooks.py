@@ -12,17 +12,6 @@ import schemathesis
 from schemathesis import GenerationMode
 
 
-def _whole_float_id_to_int(body):
-    if not isinstance(body, dict):
-        return body
-    value = body.get("id")
-    # Only finite whole floats map (bool is an int subclass, never a float).
-    if isinstance(value, float) and value.is_integer():
-        body = dict(body)
-        body["id"] = int(value)
-    return body
-
-
 @schemathesis.hook
 def map_case(context, case):
     """Send a whole-number `id` of a POSITIVE case as an integer literal.
@@ -39,17 +28,12 @@ def map_case(context, case):
     an allowed 409) for it. Negative cases are left alone, and the refusal
     of `1.0` and `1e3` is asserted by the contract tests (and the Rust tests).
     """
-    meta = case.meta
-    if meta is not None and meta.generation.mode == GenerationMode.POSITIVE:
-        case.body = _whole_float_id_to_int(case.body)
+    positive = case.meta is not None and case.meta.generation.mode == GenerationMode.POSITIVE
+    value = case.body.get("id") if positive and isinstance(case.body, dict) else None
+    # Only finite whole floats map (bool is an int subclass, never a float).
+    if isinstance(value, float) and value.is_integer():
+        case.body = {**case.body, "id": int(value)}
     return case
-
-
-def _raw_bytes(body):
-    if isinstance(body, (bytes, bytearray)):
-        return bytes(body)
-    data = getattr(body, "data", None)  # schemathesis's `Binary` wrapper
-    return data if isinstance(data, (bytes, bytearray)) else None
 
 
 @schemathesis.hook
@@ -69,11 +53,10 @@ def filter_case(context, case):
     unit tests also prove non-UTF-8 -> 40001. Random bytes that ARE valid
     UTF-8 are not filtered and must get 400 (40001) like any other non-JSON.
     """
-    data = _raw_bytes(case.body)
-    if data is None:
-        return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
+    data = getattr(case.body, "data", case.body)  # schemathesis's `Binary` wrapper, or the bytes
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
     return True

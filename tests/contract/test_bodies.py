@@ -4,7 +4,7 @@ import base64
 import json
 
 import pytest
-from helpers import HOST, I64_MAX, I64_MIN, TOKEN, assert_error, fresh_id, header
+from helpers import HOST, I64_MAX, I64_MIN, ROOT, TOKEN, assert_error, fresh_id, header
 
 i = fresh_id()
 LENGTH = "field `{}` must be {} characters"
@@ -83,13 +83,9 @@ def test_a_non_utf8_body_gets_40001_from_the_function_itself(api):
     # does with a body it does not treat as text.
     plant_id = fresh_id()
     raw = f'{{"id":{plant_id},"name":"\xff"}}'.encode("latin-1")
-    headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json", "content-length": str(len(raw))}
-    http = {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"}
-    context = {"accountId": "123456789012", "apiId": "contract", "domainName": "contract.example"}
-    context.update(domainPrefix="contract", http=dict(http, userAgent="contract-tests"), requestId="contract-non-utf8")
-    context.update(routeKey="$default", stage="$default", time="01/Jan/2025:00:00:00 +0000", timeEpoch=1735689600000)
-    event = {"version": "2.0", "routeKey": "$default", "rawPath": "/plants", "rawQueryString": "", "headers": headers}
-    event.update(requestContext=context, body=base64.b64encode(raw).decode(), isBase64Encoded=True)
+    event = json.loads((ROOT / "events" / "create-http-api.json").read_text(encoding="utf-8"))
+    event["headers"].update({"authorization": f"Bearer {TOKEN}", "content-length": str(len(raw))})
+    event.update(body=base64.b64encode(raw).decode(), isBase64Encoded=True)
     url = f"http://{HOST}:{api.port}/2015-03-31/functions/plant-store/invocations"  # the binary's name
     response = api.session.post(url, data=json.dumps(event).encode(), headers={"Content-Type": "application/json"})
     answer = response.json()
