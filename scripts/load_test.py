@@ -1,23 +1,17 @@
 #!/usr/bin/env python3
 """Load test of the local stack, then an audit of every answer against the table.
 
-Starts scripts/local_stack.py on free ports (DynamoDB Local + the table + the
-function under `cargo lambda watch`), sends a fixed number of requests from
-many concurrent clients over real HTTP, and stops the stack again, whatever
-happens. The mix is fixed by the seed: new plants, identical retries,
-conflicting plants under a taken id, and bad requests (bad JSON, an unknown
-field, a missing field, no token, a wrong token, a wrong content type).
-
-Afterwards every response is checked against the contract and against the
-table, read directly from DynamoDB Local:
-  - no 5xx and no failed connection (no fault is injected here);
-  - every bad request got its exact status and error code, and left no item;
-  - per id, one body won: every request with it got 200 with the body's
-    name and tag, every other body got 409 (40901);
-  - the table holds exactly the winners, each one exactly (no lost write,
-    no item that no 200 accounts for, no stray attribute).
-Throughput and latency percentiles are printed. Exit code 0 when the audit
-passes. Runs on the tool venv's Python (requests, boto3).
+Starts scripts/local_stack.py on free ports and sends a fixed number of
+requests from many concurrent clients over real HTTP, mixed by the seed: new
+plants, identical retries, conflicting plants under a taken id, and the bad
+requests of EXPECTED_REJECTION. Then every answer is checked against the
+contract and the table (read from DynamoDB Local): no 5xx and no failed
+connection (no fault is injected here); every bad request got its exact
+status and error code and left no item; per id, one body won: every request
+with it got 200 with its name and tag, every other body 409 (40901); the
+table holds exactly the winners, each exactly (no lost write, no item no 200
+accounts for, no stray attribute). Prints throughput and latency
+percentiles; exit code 0 when the audit passes.
 """
 
 import argparse
@@ -209,10 +203,12 @@ def main():
 
     token, table = local_stack.settings()
     planned = plan(args.requests, args.seed)
-    stack = local_stack.Background(release=args.release, echo="")
+    log_path = local_stack.ROOT / "target" / "tmp" / "load-test-stack.log"  # beside the Rust tests' logs
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    stack = local_stack.Background(log_path, release=args.release)
     failures = []
     try:
-        url = stack.wait_ready(STACK_READY_TIMEOUT)
+        url = stack.wait_ready(STACK_READY_TIMEOUT, echo="")
         log(f"sending {args.requests} requests (seed {args.seed}) from {args.clients} clients to {url}")
         results, elapsed = run_load(url, token, planned, args.clients)
         scan = local_stack.dynamodb_client(stack.dynamodb_port).get_paginator("scan")
@@ -230,7 +226,7 @@ def main():
             log(f"FAIL {failure}")
         if len(failures) > 50:
             log(f"... and {len(failures) - 50} more")
-        log(f"audit failed: {len(failures)} problem(s)")
+        log(f"audit failed: {len(failures)} problem(s); the stack's whole output: {stack.log_path}")
         return 1
     log("audit passed: no 5xx, no lost write, no stray item, every answer as the contract says")
     return 0

@@ -26,7 +26,6 @@ library wraps) nor escape in a session of its own as watch's function does.
 """
 
 import argparse
-import collections
 import contextlib
 import ctypes
 import hashlib
@@ -38,10 +37,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from subprocess import DEVNULL, PIPE, STDOUT
+from subprocess import DEVNULL, STDOUT
 
 import boto3
 import botocore.config
@@ -134,6 +132,11 @@ class Child:
     def alive(self):
         return self.popen.poll() is None
 
+    def check(self, note=""):
+        """Raises a StackError (ending the run) when the child has exited."""
+        if not self.alive():
+            raise StackError(f"{self.name} exited with code {self.popen.returncode}{note}")
+
     def remember_family(self):
         """Note the child's descendants; returns those alive now.
 
@@ -225,26 +228,33 @@ class Stack:
             "DynamoDB Local", argv, signal.SIGTERM, 10, cwd=jar.parent, stdout=self.ddb_log, stderr=STDOUT
         )
 
-    def dynamodb_failed(self, message):
+    def create_table(self, child, port):
+        """Creates the table as soon as DynamoDB Local answers: new and ACTIVE at once in a fresh
+        in-memory instance. Its output is shown when it exits or does not answer in time."""
+        client = dynamodb_client(port, timeout=5, attempts=1)
+
+        def created():
+            if not child.alive():
+                raise self.show_dynamodb_output(f"DynamoDB Local exited with code {child.popen.returncode}")
+            try:
+                return client.create_table(
+                    TableName=self.table,
+                    AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "N"}],
+                    KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                    BillingMode="PAY_PER_REQUEST",
+                )
+            except (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError):  # not listening yet
+                return False
+            except client.exceptions.ResourceInUseException:  # by an attempt whose answer timed out
+                return True
+
+        if not wait_until(created, DYNAMODB_READY_TIMEOUT):
+            raise self.show_dynamodb_output(f"DynamoDB Local did not answer within {DYNAMODB_READY_TIMEOUT} s")
+
+    def show_dynamodb_output(self, error):
         self.ddb_log.seek(0)
         print("\n".join(self.ddb_log.read().decode(errors="replace").strip().splitlines()[-15:]), file=sys.stderr)
-        return StackError(f"{message} (its output is above)")
-
-    def wait_dynamodb(self, child, port):
-        client = dynamodb_client(port, timeout=2, attempts=1)
-
-        def answers():
-            if not child.alive():
-                raise self.dynamodb_failed(f"DynamoDB Local exited with code {child.popen.returncode}")
-            try:
-                return bool(client.list_tables())
-            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
-                return False
-
-        if not wait_until(answers, DYNAMODB_READY_TIMEOUT):
-            raise self.dynamodb_failed(
-                f"DynamoDB Local did not answer on port {port} within {DYNAMODB_READY_TIMEOUT} s"
-            )
+        return StackError(f"{error} (its output is above)")
 
     # ---- the function -------------------------------------------------------
 
@@ -289,10 +299,7 @@ class Stack:
         while time.monotonic() < deadline:
             with contextlib.suppress(requests.RequestException):  # not listening yet, or the function starting
                 return requests.post(url, data=b"{}", headers={"Content-Type": "application/json"}, timeout=5)
-            if not child.alive():
-                raise StackError(
-                    f"cargo lambda watch exited with code {child.popen.returncode} before the function answered"
-                )
+            child.check(" before the function answered")
             if child.remember_family() or port_free(port):
                 idle_since = None
             elif time.monotonic() - (idle_since := idle_since or time.monotonic()) > 5:
@@ -310,16 +317,8 @@ class Stack:
         os.environ["PATH"] = f"{TOOLS / 'venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
         ddb = self.start_dynamodb(ddb_port)
         self.build_function()  # DynamoDB Local starts meanwhile
-        self.wait_dynamodb(ddb, ddb_port)
-        log(f"DynamoDB Local is ready on http://{HOST}:{ddb_port}")
-        # In a fresh in-memory DynamoDB Local: new, and ACTIVE at once (a failure ends the run in main).
-        dynamodb_client(ddb_port, timeout=5).create_table(
-            TableName=self.table,
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "N"}],
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        log(f"table {self.table} is ready (partition key id, Number)")
+        self.create_table(ddb, ddb_port)
+        log(f"DynamoDB Local is ready on http://{HOST}:{ddb_port}, table {self.table} (partition key id, Number)")
 
         if not port_free(port):  # the build can take minutes
             raise StackError(f"port {port} (PORT) was taken while building: run with PORT=<other port>")
@@ -335,9 +334,8 @@ class Stack:
         print(f"  Try it:\n    curl -sS -X POST {url} -H {auth} -H 'Content-Type: application/json' -d {body}")
         print(f"  Ctrl-C stops everything.\n\nREADY {url}", flush=True)
         while True:
-            for child in (ddb, watch):
-                if not child.alive():
-                    raise StackError(f"{child.name} exited unexpectedly with code {child.popen.returncode}")
+            ddb.check(" unexpectedly")
+            watch.check(" unexpectedly")
             watch.remember_family()
             time.sleep(0.5)
 
@@ -376,47 +374,37 @@ def main():
 
 
 class Background:
-    """This script as a child process on free ports, for the contract tests and
-    the load test; stop() stops it with SIGTERM, as Ctrl-C would, and checks
-    that both ports are free again."""
+    """This script as a child process on free ports, its output into `log_path`,
+    for the contract tests and the load test; stop() stops it with SIGTERM, as
+    Ctrl-C would, and checks that both ports are free again."""
 
-    def __init__(self, env=None, release=False, log_path=None, echo="  | "):
+    def __init__(self, log_path, env=None, release=False):
         self.port = pick_free_port()
         self.dynamodb_port = pick_free_port(avoid={self.port})
-        self.url, self.log_path, self.echo = f"http://{HOST}:{self.port}/plants", log_path, echo
+        self.url, self.log_path = f"http://{HOST}:{self.port}/plants", Path(log_path)
         env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
         env.update(PORT=str(self.port), DYNAMODB_PORT=str(self.dynamodb_port))
-        self.recent = collections.deque(maxlen=40)  # the last lines, for a failure
-        self.ready = threading.Event()
         argv = [sys.executable, __file__] + (["--release"] if release else [])
-        self.process = subprocess.Popen(  # a session of its own: no terminal signals
-            argv, cwd=ROOT, env=env, stdin=DEVNULL, stdout=PIPE, stderr=STDOUT, start_new_session=True
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        with open(log_path, "wb") as log_file:  # a session of its own: no terminal signals
+            self.process = subprocess.Popen(
+                argv, cwd=ROOT, env=env, stdin=DEVNULL, stdout=log_file, stderr=STDOUT, start_new_session=True
+            )
 
-    def _read(self):
-        with open(self.log_path or os.devnull, "ab") as log_file:
-            for raw in self.process.stdout:
-                log_file.write(raw)
-                log_file.flush()
-                self.recent.append(line := raw.decode(errors="replace").rstrip("\n"))
-                if line.startswith("local-stack:") and not self.ready.is_set():
-                    print(f"{self.echo}{line}", flush=True)
-                if line == f"READY {self.url}":
-                    self.ready.set()
-
-    def wait_ready(self, timeout):
-        """Returns the /plants URL once the stack says READY."""
-        deadline = time.monotonic() + timeout
-        while not self.ready.wait(0.5):
-            if self.process.poll() is not None:
-                self._reader.join(5)
-                code, output = self.process.returncode, "\n".join(self.recent)
-                raise StackError(f"the local stack exited with code {code} before it was ready:\n{output}")
-            if time.monotonic() > deadline:
-                raise StackError(f"the local stack was not ready within {timeout} s")
-        return self.url
+    def wait_ready(self, timeout, echo="  | "):
+        """Returns the /plants URL once the stack says READY, echoing its own lines until then."""
+        deadline, shown = time.monotonic() + timeout, 0
+        while True:
+            lines = self.log_path.read_text(encoding="utf-8", errors="replace").split("\n")[:-1]  # whole lines
+            for line in lines[shown:]:
+                if line.startswith("local-stack:"):
+                    print(f"{echo}{line}", flush=True)
+            if f"READY {self.url}" in lines[shown:]:
+                return self.url
+            shown, code = len(lines), self.process.poll()
+            if code is not None or time.monotonic() > deadline:
+                why = f"exited with code {code}" if code is not None else f"was not ready within {timeout} s"
+                raise StackError(f"the local stack {why}; its last lines:\n" + "\n".join(lines[-40:]))
+            time.sleep(0.5)
 
     def stop(self, timeout=90):
         """Stop the stack (it stops what it started); returns the problems, [] when none."""
@@ -429,7 +417,6 @@ class Background:
                 problems.append(f"local_stack.py did not stop within {timeout} s of SIGTERM: killed it")
                 self.process.kill()  # its children get a signal of their own (PR_SET_PDEATHSIG)
                 self.process.wait(10)
-        self._reader.join(10)
         for name, port in (("function", self.port), ("DynamoDB Local", self.dynamodb_port)):
             if not wait_until(lambda port=port: port_free(port), 20):
                 problems.append(f"port {port} ({name}) is still in use after the stack stopped")

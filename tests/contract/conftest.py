@@ -8,15 +8,14 @@ ports and its EMF documents are checked last (the `phase` marker).
 
 import os
 import re
-import shutil
 import signal
-import tempfile
+from pathlib import Path
 
 import pytest
 from helpers import JWT_AUDIENCE, TABLE, TOKEN, Api, Issuer, local_stack
 
 READY_TIMEOUT = 1200  # seconds: a cold build is slow
-WORKDIR, STACK_LOG = pytest.StashKey[str](), pytest.StashKey[str]()
+STACK_LOG = pytest.StashKey[Path]()
 
 
 def pytest_configure(config):
@@ -32,13 +31,10 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def workdir(request):
+def workdir(tmp_path_factory):
     """The stack's log and schemathesis's files, outside the crate (watch must
-    not see them); removed when everything passed."""
-    request.config.stash[WORKDIR] = path = tempfile.mkdtemp(prefix="plant-store-contract-")
-    yield path
-    if request.session.testsfailed == 0:
-        shutil.rmtree(path, ignore_errors=True)
+    not see them); pytest keeps the last three runs'."""
+    return tmp_path_factory.mktemp("contract")
 
 
 @pytest.fixture(scope="session")
@@ -52,8 +48,8 @@ def issuer():
 def stack(workdir, issuer, request):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLANTS_JWT_")}
     env.update(DEV_TOKEN=TOKEN, TABLE_NAME=TABLE, PLANTS_JWT_ISSUER=issuer.url, PLANTS_JWT_AUDIENCE=JWT_AUDIENCE)
-    request.config.stash[STACK_LOG] = log_path = os.path.join(workdir, "local_stack.log")
-    stack = local_stack.Background(env=env, log_path=log_path)
+    request.config.stash[STACK_LOG] = log_path = workdir / "local_stack.log"
+    stack = local_stack.Background(log_path, env=env)
     try:
         stack.wait_ready(READY_TIMEOUT)
         print(f"stack ready: {stack.url}, DynamoDB Local on port {stack.dynamodb_port}, JWT issuer {issuer.url}")
@@ -70,7 +66,7 @@ def api(stack):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """On a failure: the stack's last lines (less the routine request lines) and where its log is."""
     log_path = config.stash.get(STACK_LOG, None)
-    if exitstatus == 0 or not log_path or not os.path.exists(log_path):
+    if exitstatus == 0 or not log_path or not log_path.exists():
         return
     routine = re.compile(r' INFO .*\brequest request_id=.* status=[1-4]|\{"_aws":')
     with open(log_path, encoding="utf-8", errors="replace") as f:
@@ -78,4 +74,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.section("the local stack's last lines (routine request lines left out)")
     for line in kept[-40:]:
         terminalreporter.write_line(line)
-    terminalreporter.write_line(f"kept for a look: {config.stash[WORKDIR]} (the stack's whole output: local_stack.log)")
+    terminalreporter.write_line(f"the stack's whole output: {log_path}")

@@ -13,7 +13,6 @@ from pathlib import Path
 import jwt
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
-from jwt.utils import to_base64url_uint
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -48,10 +47,8 @@ class Issuer:
 
     def __init__(self):
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        numbers = self.key.public_key().public_numbers()
-        jwk = {"kty": "RSA", "use": "sig", "alg": "RS256", "kid": JWT_KID}
-        jwk.update(n=to_base64url_uint(numbers.n).decode(), e=to_base64url_uint(numbers.e).decode())
-        documents = {"/jwks.json": {"keys": [jwk]}}
+        jwk = jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
+        documents = {"/jwks.json": {"keys": [jwk | {"use": "sig", "alg": "RS256", "kid": JWT_KID}]}}
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
