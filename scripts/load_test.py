@@ -220,7 +220,7 @@ def main():
     except KeyboardInterrupt:
         failures.append("interrupted")
     finally:
-        failures += stack.stop(timeout=60)
+        failures += stack.stop()
     if failures:
         for failure in failures[:50]:
             log(f"FAIL {failure}")

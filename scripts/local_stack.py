@@ -159,16 +159,35 @@ class Child:
         return not (self.remember_family() or self.alive() or self.signal_group(0))
 
     def stop(self):
-        """The stop signal to the group; then SIGTERM, then SIGKILL to the group and every descendant left."""
+        """The stop signal to the group; then SIGTERM, then SIGKILL to the group and every descendant
+        left. True when it took no more than the stop signal."""
         for step, (sig, wait) in enumerate(((self.stop_signal, self.grace), (signal.SIGTERM, 3), (signal.SIGKILL, 5))):
             if self.gone():
-                return
+                return step < 2
             log(f"stopping {self.name}" if step == 0 else f"{self.name} still running: {signal.Signals(sig).name}")
             self.signal_group(sig)
             for process in self.remember_family() if step else ():
                 with contextlib.suppress(psutil.Error):
                     process.send_signal(sig)
             wait_until(self.gone, wait)
+        return False
+
+
+def start(name, argv, stop_signal, grace, **kwargs):
+    """A Child in a session of its own (no terminal signals) that gets `stop_signal` if this
+    process dies without cleaning up (e.g. SIGKILL)."""
+
+    def setup():  # in the child, between fork and exec
+        # Stop signals may be blocked around the fork (Stack.spawn) and the mask survives exec:
+        # default handlers, then unblock.
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        if PRCTL is not None:
+            PRCTL(PR_SET_PDEATHSIG, int(stop_signal), 0, 0, 0)
+
+    popen = subprocess.Popen(argv, stdin=DEVNULL, start_new_session=True, preexec_fn=setup, **kwargs)
+    return Child(name, popen, stop_signal, grace)
 
 
 class Stack:
@@ -179,24 +198,11 @@ class Stack:
         self.ddb_log = tempfile.TemporaryFile()
         self.token, self.table = settings()
 
-    def spawn(self, name, argv, stop_signal, grace, **kwargs):
-        """A child in a session of its own (no terminal signals) that gets `stop_signal` if this
-        script dies without cleaning up (e.g. SIGKILL)."""
-
-        def setup():  # in the child, between fork and exec
-            # Signals are blocked around the fork and the mask survives exec:
-            # default handlers, then unblock.
-            for sig in STOP_SIGNALS:
-                signal.signal(sig, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-            if PRCTL is not None:
-                PRCTL(PR_SET_PDEATHSIG, int(stop_signal), 0, 0, 0)
-
+    def spawn(self, *args, **kwargs):
         # Stop signals wait until the child is registered, so that none is left behind untracked.
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
-            popen = subprocess.Popen(argv, stdin=DEVNULL, start_new_session=True, preexec_fn=setup, **kwargs)
-            self.children.append(child := Child(name, popen, stop_signal, grace))
+            self.children.append(child := start(*args, **kwargs))
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         return child
@@ -375,8 +381,8 @@ def main():
 
 class Background:
     """This script as a child process on free ports, its output into `log_path`,
-    for the contract tests and the load test; stop() stops it with SIGTERM, as
-    Ctrl-C would, and checks that both ports are free again."""
+    for the contract tests and the load test; stop() stops it and checks that
+    both ports are free again."""
 
     def __init__(self, log_path, env=None, release=False):
         self.port = pick_free_port()
@@ -385,9 +391,9 @@ class Background:
         env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
         env.update(PORT=str(self.port), DYNAMODB_PORT=str(self.dynamodb_port))
         argv = [sys.executable, __file__] + (["--release"] if release else [])
-        with open(log_path, "wb") as log_file:  # a session of its own: no terminal signals
-            self.process = subprocess.Popen(
-                argv, cwd=ROOT, env=env, stdin=DEVNULL, stdout=log_file, stderr=STDOUT, start_new_session=True
+        with open(log_path, "wb") as log_file:  # SIGTERM stops it as Ctrl-C would
+            self.child = start(
+                "the local stack", argv, signal.SIGTERM, 90, cwd=ROOT, env=env, stdout=log_file, stderr=STDOUT
             )
 
     def wait_ready(self, timeout, echo="  | "):
@@ -400,23 +406,17 @@ class Background:
                     print(f"{echo}{line}", flush=True)
             if f"READY {self.url}" in lines[shown:]:
                 return self.url
-            shown, code = len(lines), self.process.poll()
+            shown, code = len(lines), self.child.popen.poll()
             if code is not None or time.monotonic() > deadline:
                 why = f"exited with code {code}" if code is not None else f"was not ready within {timeout} s"
                 raise StackError(f"the local stack {why}; its last lines:\n" + "\n".join(lines[-40:]))
             time.sleep(0.5)
 
-    def stop(self, timeout=90):
+    def stop(self):
         """Stop the stack (it stops what it started); returns the problems, [] when none."""
-        problems = []
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                problems.append(f"local_stack.py did not stop within {timeout} s of SIGTERM: killed it")
-                self.process.kill()  # its children get a signal of their own (PR_SET_PDEATHSIG)
-                self.process.wait(10)
+        problems = (
+            [] if self.child.stop() else ["the local stack (or a process it started) still ran 90 s after SIGTERM"]
+        )
         for name, port in (("function", self.port), ("DynamoDB Local", self.dynamodb_port)):
             if not wait_until(lambda port=port: port_free(port), 20):
                 problems.append(f"port {port} ({name}) is still in use after the stack stopped")

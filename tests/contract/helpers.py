@@ -26,7 +26,7 @@ JWT_KID = "contract-tests-1"
 MAX_BODY_BYTES = 16384
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$")
-VALID = object()  # the stack's static token
+AUTHORIZATION = f"Bearer {TOKEN}"  # the stack's static token
 JSON = "application/json"
 
 _used_ids = set()
@@ -93,14 +93,14 @@ class Api:
         self.session.headers = requests.structures.CaseInsensitiveDict({"Accept-Encoding": "identity"})
         self.table = local_stack.dynamodb_client(stack.dynamodb_port)
 
-    def call(self, method="POST", path="/plants", body=None, headers=None, token=VALID, content_type=JSON):
-        """One request. `token=None` sends no Authorization; `content_type=None` no Content-Type."""
-        sent = {} if token is None else {"Authorization": f"Bearer {TOKEN if token is VALID else token}"}
-        sent.update({} if content_type is None else {"Content-Type": content_type}, **(headers or {}))
+    def call(self, method="POST", path="/plants", body=None, authorization=AUTHORIZATION, content_type=JSON):
+        """One request; None sends no Authorization or no Content-Type."""
+        headers = {"Authorization": authorization, "Content-Type": content_type}
         if isinstance(body, (dict, list)):
             body = json.dumps(body, ensure_ascii=False)
         if isinstance(body, str):
             body = body.encode()
+        sent = {name: value for name, value in headers.items() if value is not None}
         return self.session.request(method, self.url + path, data=body, headers=sent, timeout=60)
 
     def accepted(self, name="Fern", tag=None, plant_id=None, body=None, **call):

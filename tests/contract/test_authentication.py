@@ -22,12 +22,6 @@ def bearer_jwt(forge=False, **claims):
     return make
 
 
-def authorization(value, issuer):
-    """The headers of a request: `value` as its Authorization (none for None), made by the issuer if callable."""
-    value = value(issuer) if callable(value) else value
-    return {} if value is None else {"Authorization": value}
-
-
 REFUSED = [  # (label, Authorization, refusal)
     ("no Authorization header", None, MISSING),
     ("another scheme", "Basic cGxhbnQ6c3RvcmU=", MISSING),
@@ -51,7 +45,7 @@ REFUSED = [  # (label, Authorization, refusal)
 
 @pytest.mark.parametrize("value, refusal", [case[1:] for case in REFUSED], ids=[case[0] for case in REFUSED])
 def test_a_request_without_an_accepted_token_is_refused_with_its_challenge(api, issuer, value, refusal):
-    api.refused(*refusal, token=None, headers=authorization(value, issuer))
+    api.refused(*refusal, authorization=value(issuer) if callable(value) else value)
 
 
 @pytest.mark.parametrize(
@@ -60,7 +54,7 @@ def test_a_request_without_an_accepted_token_is_refused_with_its_challenge(api, 
     ids=["bearer", "BEARER", "BeArEr", "a JWT from the issuer with the scope"],
 )
 def test_the_scheme_name_in_any_case_and_a_jwt_with_the_scope_are_accepted(api, issuer, value):
-    api.accepted(token=None, headers=authorization(value, issuer))
+    api.accepted(authorization=value(issuer) if callable(value) else value)
 
 
 PLANT_ID = fresh_id()
@@ -77,5 +71,5 @@ PLANT_ID = fresh_id()
     ],
 )
 def test_authentication_comes_before_anything_about_the_body(api, body, content_type):
-    assert_error(api.call(body=body, token=None, content_type=content_type), *MISSING)
+    assert_error(api.call(body=body, authorization=None, content_type=content_type), *MISSING)
     api.assert_nothing_stored(PLANT_ID)

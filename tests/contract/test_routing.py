@@ -1,9 +1,9 @@
 """Routing before anything else: unknown paths, other methods, body size, content type."""
 
 import pytest
-from helpers import MAX_BODY_BYTES, VALID, assert_error, fresh_id, padded
+from helpers import AUTHORIZATION, MAX_BODY_BYTES, assert_error, fresh_id, padded
 
-WITH_AND_WITHOUT_TOKEN = pytest.mark.parametrize("token", [VALID, None], ids=["token", "no token"])
+WITH_AND_WITHOUT_TOKEN = pytest.mark.parametrize("authorization", [AUTHORIZATION, None], ids=["token", "no token"])
 NOT_ALLOWED = (405, 40501, "method not allowed; use POST", {"allow": "POST"})
 
 
@@ -13,8 +13,8 @@ NOT_ALLOWED = (405, 40501, "method not allowed; use POST", {"allow": "POST"})
     + [("POST", "/PLANTS"), ("DELETE", "/anything")],
 )
 @WITH_AND_WITHOUT_TOKEN
-def test_a_path_other_than_plants_is_a_404_before_anything_else(api, method, path, token):
-    api.refused(404, 40401, "no such resource", method=method, path=path, token=token)
+def test_a_path_other_than_plants_is_a_404_before_anything_else(api, method, path, authorization):
+    api.refused(404, 40401, "no such resource", method=method, path=path, authorization=authorization)
 
 
 def test_the_query_string_does_not_change_the_route(api):
@@ -23,8 +23,8 @@ def test_the_query_string_does_not_change_the_route(api):
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE", "TRACE", "OPTIONS"])
 @WITH_AND_WITHOUT_TOKEN
-def test_a_method_other_than_post_is_a_405_with_allow_before_authentication(api, method, token):
-    api.refused(*NOT_ALLOWED, method=method, token=token)
+def test_a_method_other_than_post_is_a_405_with_allow_before_authentication(api, method, authorization):
+    api.refused(*NOT_ALLOWED, method=method, authorization=authorization)
 
 
 def test_head_is_a_405_with_the_headers_and_no_body(api):
