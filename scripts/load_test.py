@@ -125,7 +125,10 @@ def run_load(url, token, planned, clients):
 
 def audit(planned, results, items):
     """Every failed check as a line, and the body that won per id; no line when the audit passes."""
-    failures, by_id = [], collections.defaultdict(lambda: collections.defaultdict(list))
+    failures, by_id = [], collections.defaultdict(list)
+
+    def answer(index):  # what a request gets with a 200: its plant without the id
+        return {key: value for key, value in planned[index]["plant"].items() if key != "id"}
 
     def fail(index, expected):
         request, result = planned[index], results[index]
@@ -140,22 +143,20 @@ def audit(planned, results, items):
         elif want := EXPECTED_REJECTION.get(request["kind"]):
             if (result["status"], result["code"]) != want[:2]:
                 fail(index, f"{want[0]} ({want[1]})")
-        else:  # per id, the requests grouped by the answer they must get when they win
-            by_id[request["plant"]["id"]][dumps({k: v for k, v in request["plant"].items() if k != "id"})].append(index)
+        else:
+            by_id[request["plant"]["id"]].append(index)
 
     winners = {}
-    for plant_id, bodies in by_id.items():
-        won = [key for key, group in bodies.items() if any(results[i]["status"] == 200 for i in group)]
+    for plant_id, indexes in by_id.items():  # one body won: 200 with it, 409 (40901) for every other
+        won = {dumps(answer(index)) for index in indexes if results[index]["status"] == 200}
         if len(won) != 1:
-            failures.append(f"id {plant_id}: {len(won)} different bodies got 200: {won}")
+            failures.append(f"id {plant_id}: {len(won)} different bodies got 200: {sorted(won)}")
             continue
-        winners[plant_id] = json.loads(won[0])
-        for key, group in bodies.items():
-            want = (200, winners[plant_id]) if key == won[0] else (409, 40901)
-            for index in group:
-                result = results[index]
-                if (result["status"], result["body"] if key == won[0] else result["code"]) != want:
-                    fail(index, f"{want[0]} {want[1]}")
+        winners[plant_id] = winner = json.loads(won.pop())
+        for index in indexes:
+            want = (200, winner) if answer(index) == winner else (409, 40901)
+            if (results[index]["status"], results[index]["body" if want[0] == 200 else "code"]) != want:
+                fail(index, f"{want[0]} {want[1]}")
 
     stored = {}
     for item in items:

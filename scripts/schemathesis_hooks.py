@@ -14,16 +14,14 @@ from schemathesis import GenerationMode
 def map_case(context, case):
     """Send a whole-number `id` of a POSITIVE case as an integer literal.
 
-    Why this silences no check: in JSON Schema, and so in OpenAPI 3.1,
-    `type: integer` means "any number whose fractional part is zero", so the
-    generator may send `1.0` or `1e3` as VALID data. Our contract is stricter
-    on purpose (openapi.yaml, `id`: a JSON integer literal; `1.0` and `1e3`
-    get 400/40003), and no OpenAPI 3.1 keyword can say "integer literal only"
-    (JSON Schema compares numbers by value, never by spelling). The mapped body
-    is as valid by the schema as before and now by the contract too, so
+    Why this silences no check: JSON Schema's (so OpenAPI 3.1's) `type: integer`
+    is "any number whose fractional part is zero", so `1.0` and `1e3` are VALID
+    data to the generator. Our contract refuses them on purpose (openapi.yaml,
+    `id`: a JSON integer literal; 400/40003), and no keyword can say "integer
+    literal only": JSON Schema compares numbers by value, never by spelling. The
+    mapped body stays valid by the schema and is now valid by the contract, so
     `positive_data_acceptance` still demands a 2xx (or an allowed 409) for it.
-    Negative cases are left alone; the contract tests (and the Rust tests)
-    assert the refusal of `1.0` and `1e3`.
+    Negative cases are left alone; the contract and Rust tests assert the refusal.
     """
     positive = case.meta is not None and case.meta.generation.mode == GenerationMode.POSITIVE
     value = case.body.get("id") if positive and isinstance(case.body, dict) else None
@@ -37,16 +35,15 @@ def map_case(context, case):
 def filter_case(context, case):
     """Keep out raw bodies that are not UTF-8, and nothing else.
 
-    Why: schemathesis's negative "syntax fuzzing" sometimes sends random bytes.
-    `cargo lambda watch`, the local emulator of the Lambda front door, turns
-    the request into an event with a string body and answers its own `500`
-    (text/plain, none of our headers, the function never invoked) when the
-    bytes are not UTF-8. tests/contract/test_bodies.py proves both halves on
-    every run (`test_a_non_utf8_body_*`): the same bytes sent to the function
+    Why: schemathesis's negative "syntax fuzzing" sometimes sends random bytes,
+    and `cargo lambda watch`, the local emulator of the Lambda front door, puts
+    the body into an event as a string: bytes that are not UTF-8 get its own
+    `500` (text/plain, none of our headers, the function never invoked).
+    tests/contract/test_bodies.py proves both halves on every run: the same bytes
     as a base64 event through the Lambda invoke API get the contract's 400
     (40001), and the HTTP front door still answers its own 500 (the day the
-    emulator changes, that test fails and this filter must go). Random bytes
-    that ARE valid UTF-8 pass and must get 400 (40001) like any other non-JSON.
+    emulator changes, that test fails and this filter must go). Random bytes that
+    ARE valid UTF-8 pass and must get 400 (40001) like any other non-JSON.
     """
     data = getattr(case.body, "data", case.body)  # schemathesis's `Binary` wrapper, or the bytes
     if isinstance(data, (bytes, bytearray)):

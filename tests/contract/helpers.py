@@ -1,5 +1,6 @@
 """What the contract tests share: the HTTP client, the table, the issuer and the assertions."""
 
+import itertools
 import json
 import re
 import secrets
@@ -29,15 +30,12 @@ RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$")
 AUTHORIZATION = f"Bearer {TOKEN}"  # the stack's static token
 JSON = "application/json"
 
-_used_ids = set()
+_IDS = itertools.count(secrets.randbelow(2**62) + 2**40)  # a random start: distinct between runs
 
 
 def fresh_id():
     """An id no other test (and, in practice, no generated case) uses."""
-    while (plant_id := secrets.randbelow(2**62) + 2**40) in _used_ids:
-        pass
-    _used_ids.add(plant_id)
-    return plant_id
+    return next(_IDS)
 
 
 class Issuer:

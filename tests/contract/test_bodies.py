@@ -12,25 +12,19 @@ WHITESPACE = "field `{}` must not be only whitespace"
 CONTROL = "field `{}` must not contain control characters"
 INTEGER, STRING = "field `id` must be an integer", "field `{}` must be a string"
 ID_INT64 = f"field `id` must be an integer from {I64_MIN} to {I64_MAX}"
-NOT_JSON = "request body is not valid JSON: "
 OBJECT = "request body must be a JSON object"
+
+
+def not_json(error, column):
+    """The message of a syntax error `column` characters into a body after the id `i` (its digits vary)."""
+    return f"request body is not valid JSON: {error} at line 1 column {column + len(str(i))}"
 
 
 BAD_BODIES = [  # (label, body, code, message), all under the one fresh id `i`
     ("empty", b"", 40001, "request body is empty"),
-    ("only whitespace", b"  \n", 40001, NOT_JSON + "EOF while parsing a value at line 2 column 0"),
-    (
-        "a missing comma",
-        f'{{"id": {i} "name": "Fern"}}',
-        40001,
-        NOT_JSON + f"expected `,` or `}}` at line 1 column {9 + len(str(i))}",
-    ),
-    (
-        "trailing garbage",
-        f'{{"id": {i}, "name": "Fern"}} x',
-        40001,
-        NOT_JSON + f"trailing characters at line 1 column {26 + len(str(i))}",
-    ),
+    ("only whitespace", b"  \n", 40001, "request body is not valid JSON: EOF while parsing a value at line 2 column 0"),
+    ("a missing comma", f'{{"id": {i} "name": "Fern"}}', 40001, not_json("expected `,` or `}`", 9)),
+    ("trailing garbage", f'{{"id": {i}, "name": "Fern"}} x', 40001, not_json("trailing characters", 26)),
     ("an array", b"[1, 2]", 40001, OBJECT),
     ("a string", b'"plant"', 40001, OBJECT),
     ("null", b"null", 40001, OBJECT),
