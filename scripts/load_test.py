@@ -180,10 +180,8 @@ def report(planned, results, elapsed, clients, winners):
     kinds = collections.Counter(request["kind"] for request in planned)
     log(f"{len(planned)} requests from {clients} clients in {elapsed:.2f} s: {len(planned) / elapsed:.0f} requests/s")
     ranks = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "max": 1.0}  # nearest rank
-    log(
-        "latency ms: "
-        + ", ".join(f"{k} {latencies[max(0, round(f * len(latencies)) - 1)]:.1f}" for k, f in ranks.items())
-    )
+    ms = {name: latencies[max(0, round(rank * len(latencies)) - 1)] for name, rank in ranks.items()}
+    log("latency ms: " + ", ".join(f"{name} {value:.1f}" for name, value in ms.items()))
     log("sent: " + ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())))
     log("answers: " + ", ".join(f"{status}: {count}" for status, count in sorted(statuses.items(), key=str)))
     log(f"plants stored: {len(winners)}")

@@ -413,9 +413,7 @@ class Background:
 
     def stop(self):
         """Stop the stack (it stops what it started); returns the problems, [] when none."""
-        problems = (
-            [] if self.child.stop() else ["the local stack (or a process it started) still ran 90 s after SIGTERM"]
-        )
+        problems = [] if self.child.stop() else ["the stack (or what it started) still ran 90 s after SIGTERM"]
         for name, port in (("function", self.port), ("DynamoDB Local", self.dynamodb_port)):
             if not wait_until(lambda port=port: port_free(port), 20):
                 problems.append(f"port {port} ({name}) is still in use after the stack stopped")

@@ -94,10 +94,8 @@ class Api:
     def call(self, method="POST", path="/plants", body=None, authorization=AUTHORIZATION, content_type=JSON):
         """One request; None sends no Authorization or no Content-Type."""
         headers = {"Authorization": authorization, "Content-Type": content_type}
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body, ensure_ascii=False)
-        if isinstance(body, str):
-            body = body.encode()
+        body = json.dumps(body, ensure_ascii=False) if isinstance(body, (dict, list)) else body
+        body = body.encode() if isinstance(body, str) else body
         sent = {name: value for name, value in headers.items() if value is not None}
         return self.session.request(method, self.url + path, data=body, headers=sent, timeout=60)
 
