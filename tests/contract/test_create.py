@@ -30,7 +30,7 @@ CONFLICTS = [  # (label, stored, sent)
 
 
 @pytest.mark.parametrize("stored, sent", [case[1:] for case in CONFLICTS], ids=[case[0] for case in CONFLICTS])
-def test_the_same_id_with_different_content_is_a_409_and_the_stored_plant_is_unchanged(api, stored, sent):
+def test_the_same_id_with_different_content_is_a_409_conflict_and_the_stored_plant_is_unchanged(api, stored, sent):
     plant_id = fresh_id()
     api.accepted(plant_id=plant_id, **stored)
     item = api.stored_item(plant_id)
