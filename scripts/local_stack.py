@@ -197,7 +197,6 @@ class Stack:
     def __init__(self, release):
         self.release = release
         self.children = []  # started order; stopped in reverse
-        self.ports = []
         self.ddb_log = tempfile.TemporaryFile()
         self.token, self.table = settings()
 
@@ -213,10 +212,7 @@ class Stack:
     def stop_all(self):
         for child in reversed(self.children):
             child.stop()
-        self.children.clear()
-        for port in self.ports:
-            if not wait_until(lambda port=port: port_free(port), 10):
-                log(f"port {port} is still busy")
+        self.children.clear()  # their ports are free now: nothing of them runs any more
         self.ddb_log.close()
 
     # ---- DynamoDB Local -----------------------------------------------------
@@ -230,7 +226,6 @@ class Stack:
         library = f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}"
         argv = ["java", library, "-jar", str(jar), "-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(port)]
         # SIGTERM: a JVM started in the background ignores SIGINT.
-        self.ports.append(port)
         return self.spawn(
             "DynamoDB Local", argv, signal.SIGTERM, 10, cwd=jar.parent, stdout=self.ddb_log, stderr=STDOUT
         )
@@ -290,7 +285,6 @@ class Stack:
         argv = ["cargo", "lambda", "watch", "-A", HOST, "-P", str(port), "--ignore-changes", "--disable-cors"]
         argv += ["--bin", BINARY] + (["--release"] if self.release else [])
         log(f"starting {' '.join(argv[:3])} on {HOST}:{port}")
-        self.ports.append(port)
         # SIGINT stops watch and its function in 1-3 s; SIGTERM was sometimes ignored.
         return self.spawn("cargo lambda watch", argv, signal.SIGINT, 8, cwd=ROOT, env=env)
 

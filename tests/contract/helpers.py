@@ -83,7 +83,6 @@ class Api:
     """The running stack as the tests see it: its front door and its table."""
 
     def __init__(self, stack):
-        self.port = stack.port
         self.url = f"http://{HOST}:{stack.port}"
         self.session = requests.Session()
         self.session.trust_env = False  # loopback only: no proxy, no netrc

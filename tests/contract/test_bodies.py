@@ -4,7 +4,7 @@ import base64
 import json
 
 import pytest
-from helpers import HOST, I64_MAX, I64_MIN, ROOT, TOKEN, assert_error, fresh_id, header
+from helpers import I64_MAX, I64_MIN, ROOT, TOKEN, assert_error, fresh_id, header
 
 i = fresh_id()
 LENGTH = "field `{}` must be {} characters"
@@ -71,26 +71,28 @@ def test_bad_bodies_are_a_400_with_their_code_and_nothing_is_written(api, body, 
     api.assert_nothing_stored(i, 0, 100)
 
 
+NON_UTF8_ID = fresh_id()
+NON_UTF8 = f'{{"id":{NON_UTF8_ID},"name":"\xff"}}'.encode("latin-1")  # one byte not UTF-8
+
+
 def test_a_non_utf8_body_gets_40001_from_the_function_itself(api):
     # Sent as a base64 event straight to the function through the Lambda
     # invoke API that `cargo lambda watch` emulates: what API Gateway
     # does with a body it does not treat as text.
-    plant_id = fresh_id()
-    raw = f'{{"id":{plant_id},"name":"\xff"}}'.encode("latin-1")
     event = json.loads((ROOT / "events" / "create-http-api.json").read_text(encoding="utf-8"))
-    event["headers"].update({"authorization": f"Bearer {TOKEN}", "content-length": str(len(raw))})
-    event.update(body=base64.b64encode(raw).decode(), isBase64Encoded=True)
-    url = f"http://{HOST}:{api.port}/2015-03-31/functions/plant-store/invocations"  # the binary's name
-    response = api.session.post(url, data=json.dumps(event).encode(), headers={"Content-Type": "application/json"})
+    event["headers"].update({"authorization": f"Bearer {TOKEN}", "content-length": str(len(NON_UTF8))})
+    event.update(body=base64.b64encode(NON_UTF8).decode(), isBase64Encoded=True)
+    url = f"{api.url}/2015-03-31/functions/plant-store/invocations"  # the binary's name
+    response = api.session.post(url, json=event)
     answer = response.json()
     assert response.status_code == 200, answer
     assert answer["statusCode"] == 400, answer
     headers = {k.lower(): v for k, v in answer["headers"].items()}
     assert headers.get("content-type") == "application/json", answer
     assert headers.get("cache-control") == "no-store", answer
-    message = f"request body is not valid JSON: invalid unicode code point at line 1 column {len(raw) - 2}"
+    message = f"request body is not valid JSON: invalid unicode code point at line 1 column {len(NON_UTF8) - 2}"
     assert json.loads(answer["body"]) == {"error": 40001, "message": message}
-    api.assert_nothing_stored(plant_id)
+    api.assert_nothing_stored(NON_UTF8_ID)
 
 
 def test_a_non_utf8_body_over_http_gets_the_emulators_own_500(api):
@@ -100,9 +102,8 @@ def test_a_non_utf8_body_over_http_gets_the_emulators_own_500(api):
     # non-UTF-8 bodies out of the schemathesis run. If this test fails
     # because the emulator now passes them on, expect 400/40001 here
     # and remove that filter.
-    plant_id = fresh_id()
-    response = api.call(body=f'{{"id":{plant_id},"name":"\xff"}}'.encode("latin-1"))
+    response = api.call(body=NON_UTF8)
     assert response.status_code == 500, response.content
     assert header(response, "x-request-id") == [], response.headers
     assert header(response, "content-type") != ["application/json"], response.headers
-    api.assert_nothing_stored(plant_id)
+    api.assert_nothing_stored(NON_UTF8_ID)
