@@ -71,11 +71,9 @@ def settings():
     return os.environ.get("DEV_TOKEN") or "plant-store-dev-token", os.environ.get("TABLE_NAME", "").strip() or "plants"
 
 
-def dynamodb_client(port, timeout=30, attempts=3):
+def dynamodb_client(port):
     """A boto3 client for DynamoDB Local, which checks no signature."""
-    config = botocore.config.Config(
-        connect_timeout=timeout, read_timeout=timeout, retries={"total_max_attempts": attempts}
-    )
+    config = botocore.config.Config(connect_timeout=30, read_timeout=30, retries={"total_max_attempts": 3})
     credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
     return boto3.client(
         "dynamodb", endpoint_url=f"http://{HOST}:{port}", region_name="us-east-1", config=config, **credentials
@@ -212,7 +210,7 @@ class Stack:
     def stop_all(self):
         for child in reversed(self.children):
             child.stop()
-        self.children.clear()  # their ports are free now: nothing of them runs any more
+        self.children.clear()
         self.ddb_log.close()
 
     # ---- DynamoDB Local -----------------------------------------------------
@@ -233,7 +231,7 @@ class Stack:
     def create_table(self, child, port):
         """Creates the table as soon as DynamoDB Local answers: new and ACTIVE at once in a fresh
         in-memory instance. Its output is shown when it exits or does not answer in time."""
-        client = dynamodb_client(port, timeout=5, attempts=1)
+        client = dynamodb_client(port)
 
         def created():
             if not child.alive():
@@ -247,7 +245,7 @@ class Stack:
                 )
             except (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError):  # not listening yet
                 return False
-            except client.exceptions.ResourceInUseException:  # by an attempt whose answer timed out
+            except client.exceptions.ResourceInUseException:  # by an attempt whose answer came too late
                 return True
 
         if not wait_until(created, DYNAMODB_READY_TIMEOUT):

@@ -96,12 +96,10 @@ def test_a_non_utf8_body_gets_40001_from_the_function_itself(api):
 
 
 def test_a_non_utf8_body_over_http_gets_the_emulators_own_500(api):
-    # `cargo lambda watch` cannot put these bytes in an event and answers
-    # 500 itself; the function is never invoked (no X-Request-Id, not our
-    # content type). This is why scripts/schemathesis_hooks.py keeps
-    # non-UTF-8 bodies out of the schemathesis run. If this test fails
-    # because the emulator now passes them on, expect 400/40001 here
-    # and remove that filter.
+    # `cargo lambda watch` cannot put these bytes in an event and answers 500
+    # itself, never invoking the function (no X-Request-Id, not our content
+    # type): why scripts/schemathesis_hooks.py keeps them out of schemathesis's
+    # run. Once the emulator passes them on, expect 400/40001 here and drop that filter.
     response = api.call(body=NON_UTF8)
     assert response.status_code == 500, response.content
     assert header(response, "x-request-id") == [], response.headers
