@@ -16,6 +16,7 @@ percentiles; exit code 0 when the audit passes.
 
 import argparse
 import collections
+import contextlib
 import json
 import random
 import signal
@@ -94,28 +95,25 @@ def run_load(url, token, planned, clients):
     """Send `planned` from `clients` threads, each on its own keep-alive connection."""
     local, sessions = threading.local(), []
 
+    def connect():  # once per thread
+        sessions.append(session := requests.Session())
+        session.trust_env, local.session = False, session  # loopback only: no proxy, no netrc
+
     def send(request):
-        if not hasattr(local, "session"):
-            local.session = requests.Session()
-            local.session.trust_env = False  # loopback only: no proxy, no netrc
-            sessions.append(local.session)
         headers = {name: value.format(token=token) for name, value in request["headers"].items()}
-        started = time.perf_counter()
-        outcome = {"status": None, "body": None, "code": None, "error": None}
+        started, outcome = time.perf_counter(), {"status": None, "body": None, "code": None, "error": None}
         try:
             response = local.session.post(url, data=request["body"].encode(), headers=headers, timeout=REQUEST_TIMEOUT)
-            outcome["status"] = response.status_code
-            try:
+            outcome["status"], outcome["body"] = response.status_code, response.text
+            with contextlib.suppress(ValueError):
                 outcome["body"] = response.json()
-            except ValueError:
-                outcome["body"] = response.text
             outcome["code"] = outcome["body"].get("error") if isinstance(outcome["body"], dict) else None
         except requests.RequestException as err:
             outcome["error"] = f"{type(err).__name__}: {err}"
         return dict(outcome, latency=time.perf_counter() - started)
 
     started = time.perf_counter()
-    with ThreadPoolExecutor(clients) as pool:
+    with ThreadPoolExecutor(clients, initializer=connect) as pool:
         results = list(pool.map(send, planned))
     elapsed = time.perf_counter() - started
     for session in sessions:
