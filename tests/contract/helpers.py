@@ -1,5 +1,6 @@
 """What the contract tests share: the HTTP client, the table, the issuer and the assertions."""
 
+import itertools
 import json
 import re
 import secrets
@@ -13,7 +14,6 @@ from pathlib import Path
 import jwt
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
-from jwt.utils import to_base64url_uint
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -26,24 +26,16 @@ JWT_SCOPE = "plants:write"  # the function's default PLANTS_JWT_SCOPE
 JWT_KID = "contract-tests-1"
 MAX_BODY_BYTES = 16384
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
-CHALLENGE = 'Bearer realm="plants"'
-INVALID_TOKEN = 'Bearer realm="plants", error="invalid_token"'
-INSUFFICIENT_SCOPE = f'Bearer realm="plants", error="insufficient_scope", scope="{JWT_SCOPE}"'
-EXTRA_HEADERS = ("www-authenticate", "allow", "retry-after")
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$")
-VALID = object()  # the stack's static token
+AUTHORIZATION = f"Bearer {TOKEN}"  # the stack's static token
 JSON = "application/json"
 
-_used_ids = set()
+_IDS = itertools.count(secrets.randbelow(2**62) + 2**40)  # a random start: distinct between runs
 
 
 def fresh_id():
     """An id no other test (and, in practice, no generated case) uses."""
-    while True:
-        plant_id = secrets.randbelow(2**62) + 2**40
-        if plant_id not in _used_ids:
-            _used_ids.add(plant_id)
-            return plant_id
+    return next(_IDS)
 
 
 class Issuer:
@@ -53,17 +45,15 @@ class Issuer:
 
     def __init__(self):
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        numbers = self.key.public_key().public_numbers()
-        jwk = {"kty": "RSA", "use": "sig", "alg": "RS256", "kid": JWT_KID}
-        jwk.update(n=to_base64url_uint(numbers.n).decode(), e=to_base64url_uint(numbers.e).decode())
-        documents = {"/jwks.json": {"keys": [jwk]}}
+        jwk = jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
+        documents = {"/jwks.json": {"keys": [jwk | {"use": "sig", "alg": "RS256", "kid": JWT_KID}]}}
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 document = documents.get(self.path)
                 body = json.dumps(document if document is not None else {"error": "not found"}).encode()
                 self.send_response(200 if document is not None else 404)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", JSON)
                 self.send_header("Cache-Control", "max-age=300")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -93,7 +83,6 @@ class Api:
     """The running stack as the tests see it: its front door and its table."""
 
     def __init__(self, stack):
-        self.port = stack.port
         self.url = f"http://{HOST}:{stack.port}"
         self.session = requests.Session()
         self.session.trust_env = False  # loopback only: no proxy, no netrc
@@ -101,43 +90,50 @@ class Api:
         self.session.headers = requests.structures.CaseInsensitiveDict({"Accept-Encoding": "identity"})
         self.table = local_stack.dynamodb_client(stack.dynamodb_port)
 
-    def call(self, method="POST", path="/plants", body=None, headers=None, token=VALID, content_type=JSON):
-        """One request. `token=None` sends no Authorization; `content_type=None` no Content-Type."""
-        sent = {}
-        if token is not None:
-            sent["Authorization"] = f"Bearer {TOKEN if token is VALID else token}"
-        if content_type is not None:
-            sent["Content-Type"] = content_type
-        sent.update(headers or {})
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body, ensure_ascii=False)
-        if isinstance(body, str):
-            body = body.encode()
+    def call(self, method="POST", path="/plants", body=None, authorization=AUTHORIZATION, content_type=JSON):
+        """One request; None sends no Authorization or no Content-Type."""
+        headers = {"Authorization": authorization, "Content-Type": content_type}
+        body = json.dumps(body, ensure_ascii=False) if isinstance(body, (dict, list)) else body
+        body = body.encode() if isinstance(body, str) else body
+        sent = {name: value for name, value in headers.items() if value is not None}
         return self.session.request(method, self.url + path, data=body, headers=sent, timeout=60)
+
+    def accepted(self, name="Fern", tag=None, plant_id=None, body=None, **call):
+        """A new plant (under a fresh id unless given; as `body` if given) that must get 200
+        with its name and tag and be stored exactly, created now; the response."""
+        plant_id, started = fresh_id() if plant_id is None else plant_id, datetime.now(UTC)
+        plant = {"name": name} | ({} if tag is None else {"tag": tag})
+        response = self.call(body={"id": plant_id, **plant} if body is None else body, **call)
+        assert_json(response, 200, plant)
+        item = self.stored_item(plant_id) or {}
+        created_at = item.get("created_at", {}).get("S", "")
+        expected = {"id": {"N": str(plant_id)}, "created_at": {"S": created_at}}
+        assert item == expected | {key: {"S": value} for key, value in plant.items()}, f"stored under id {plant_id}"
+        assert RFC3339_UTC.match(created_at), created_at  # UTC: fromisoformat gives an aware time
+        moment, skew = datetime.fromisoformat(created_at), timedelta(seconds=5)
+        assert started - skew <= moment <= datetime.now(UTC) + skew, f"created_at {created_at} is not now"
+        return response
+
+    def refused(self, status, code, message, extra=None, **call):
+        """A new plant under a fresh id that must get exactly this error and leave nothing stored."""
+        plant_id = fresh_id()
+        assert_error(self.call(body={"id": plant_id, "name": "Fern"}, **call), status, code, message, extra)
+        self.assert_nothing_stored(plant_id)
 
     def stored_item(self, plant_id):
         """The item stored under `plant_id` (strongly consistent read), or None."""
         key = {"id": {"N": str(plant_id)}}
         return self.table.get_item(TableName=TABLE, Key=key, ConsistentRead=True).get("Item")
 
-    def assert_stored(self, plant_id, name, tag=None, after=None):
-        item = self.stored_item(plant_id)
-        assert item is not None, f"nothing stored under id {plant_id}"
-        created_at = item.get("created_at", {}).get("S", "")
-        expected = {"id": {"N": str(plant_id)}, "name": {"S": name}, "created_at": {"S": created_at}}
-        if tag is not None:
-            expected["tag"] = {"S": tag}
-        assert item == expected
-        assert RFC3339_UTC.match(created_at), created_at
-        moment = datetime.fromisoformat(created_at)  # the regex above made sure it is UTC
-        now = datetime.now(UTC)
-        lower = (after or now - timedelta(minutes=5)) - timedelta(seconds=5)
-        assert lower <= moment <= now + timedelta(seconds=5), f"created_at {created_at} is not now"
-        return item
-
     def assert_nothing_stored(self, *plant_ids):
         for plant_id in plant_ids:
             assert self.stored_item(plant_id) is None, f"id {plant_id} must not be stored"
+
+
+def padded(plant, size):
+    """`plant` as JSON, padded with JSON whitespace to exactly `size` bytes."""
+    body = json.dumps(plant).encode()
+    return body[:-1] + b" " * (size - len(body)) + b"}"
 
 
 def header(response, name):
@@ -149,36 +145,31 @@ def show(response):
     return f"<{response.status_code} {dict(response.raw.headers.items())} {response.content[:300]!r}>"
 
 
-def parse_json(response):
+def canonical_json(response):
+    """The body as canonical JSON text, so that types count too (Python's
+    40001.0 == 40001, but the contract's int32 is not 40001.0); a duplicate key fails."""
+
     def no_duplicates(pairs):
-        keys = [key for key, _ in pairs]
-        assert len(keys) == len(set(keys)), f"duplicate keys in {response.content!r}"
+        assert len(pairs) == len(dict(pairs)), f"duplicate keys in {response.content!r}"
         return dict(pairs)
 
-    return json.loads(response.content, object_pairs_hook=no_duplicates)
-
-
-def canonical(value):
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return json.dumps(json.loads(response.content, object_pairs_hook=no_duplicates), sort_keys=True)
 
 
 def assert_json(response, status, body, extra=None, head=False):
     """Exact status, the headers every response carries, exactly the `extra`
     headers of WWW-Authenticate, Allow and Retry-After, and the exact body."""
     assert response.status_code == status, show(response)
-    assert header(response, "content-type") == ["application/json"], show(response)
-    assert header(response, "cache-control") == ["no-store"], show(response)
-    assert header(response, "x-content-type-options") == ["nosniff"], show(response)
+    for name, value in (("content-type", JSON), ("cache-control", "no-store"), ("x-content-type-options", "nosniff")):
+        assert header(response, name) == [value], show(response)
     request_id = header(response, "x-request-id")
     assert len(request_id) == 1 and request_id[0].strip(), f"one non-empty X-Request-Id: {show(response)}"
-    for name in EXTRA_HEADERS:
+    for name in ("www-authenticate", "allow", "retry-after"):
         assert header(response, name) == ([extra[name]] if name in (extra or {}) else []), f"{name}: {show(response)}"
     if head:
         assert response.content == b"", show(response)
     else:
-        # Compared as canonical JSON text, so that types count too
-        # (Python's 40001.0 == 40001, but the contract's int32 is not 40001.0).
-        assert canonical(parse_json(response)) == canonical(body), show(response)
+        assert canonical_json(response) == json.dumps(body, sort_keys=True), show(response)
 
 
 def assert_error(response, status, code, message, extra=None, head=False):

@@ -13,6 +13,27 @@ def test_the_stack_stops_and_both_ports_are_free_again(stack):
     assert stack.stop() == []
 
 
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def emf_problems(document, validator):
+    """The schema's errors, then what JSON Schema cannot say (the EMF specification's
+    target members): every dimension is a string member, every metric a number member,
+    and every number member is a declared metric."""
+    problems = [f"{error.json_path}: {error.message}" for error in validator.iter_errors(document)]
+    directives = document.get("_aws", {}).get("CloudWatchMetrics", [])
+    dimensions = {name for directive in directives for names in directive.get("Dimensions", []) for name in names}
+    metrics = {metric.get("Name") for directive in directives for metric in directive.get("Metrics", [])}
+    problems += [f"dimension {d} is not a string member" for d in dimensions if not isinstance(document.get(d), str)]
+    problems += [
+        f"metric {m} has no number member: {document.get(m)!r}" for m in metrics if not is_number(document.get(m))
+    ]
+    if undeclared := {key for key, value in document.items() if is_number(value)} - metrics:
+        problems.append(f"numbers not declared as metrics: {sorted(undeclared)}")
+    return problems
+
+
 @pytest.mark.phase(2)
 def test_every_emf_document_matches_the_schema_one_per_request(stack):
     """Every EMF document the function wrote while the tests ran, against
@@ -21,37 +42,15 @@ def test_every_emf_document_matches_the_schema_one_per_request(stack):
     assert stack.stop() == []  # every line written
     schema = json.loads((ROOT / "tests" / "schemas" / "emf.schema.json").read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
-    requests, documents, problems = 0, 0, []
     with open(stack.log_path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            line = re.sub(r"\x1b\[[0-9;]*m", "", line)  # colours, if the log has them
-            if re.search(r"\bINFO\b.*\brequest request_id=", line):
-                requests += 1
-            start = line.find('{"_aws":')
-            if start < 0:
-                continue
-            documents += 1
-            try:
-                document = json.loads(line[start:])
-            except ValueError as err:
-                problems.append(f"not one JSON object ({err}): {line.strip()[:200]}")
-                continue
-            problems.extend(f"{error.json_path}: {error.message}" for error in validator.iter_errors(document))
-            # What JSON Schema cannot say: every dimension is a string member,
-            # every metric a number member (the specification's target members).
-            declared = set()
-            for directive in document.get("_aws", {}).get("CloudWatchMetrics", []):
-                for dimension in (d for dimensions in directive.get("Dimensions", []) for d in dimensions):
-                    if not isinstance(document.get(dimension), str):
-                        problems.append(f"dimension {dimension} is not a string member")
-                for metric in directive.get("Metrics", []):
-                    declared.add(metric.get("Name"))
-                    value = document.get(metric.get("Name"))
-                    if isinstance(value, bool) or not isinstance(value, (int, float)):
-                        problems.append(f"metric {metric.get('Name')} has no number member: {value!r}")
-            numbers = {k for k, v in document.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            if numbers - declared:
-                problems.append(f"numbers not declared as metrics: {sorted(numbers - declared)}")
+        lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in f]  # colours, if the log has them
+    requests = sum(1 for line in lines if re.search(r"\bINFO\b.*\brequest request_id=", line))
+    documents, problems = [line[line.find('{"_aws":') :] for line in lines if '{"_aws":' in line], []
+    for document in documents:
+        try:
+            problems += emf_problems(json.loads(document), validator)
+        except ValueError as err:
+            problems.append(f"not one JSON object ({err}): {document.strip()[:200]}")
     assert requests > 0, "no request line in the stack's output"
-    assert documents == requests, f"{documents} EMF documents for {requests} request lines"
+    assert len(documents) == requests, f"{len(documents)} EMF documents for {requests} request lines"
     assert not problems, "; ".join(sorted(set(problems))[:5])

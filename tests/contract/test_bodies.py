@@ -4,7 +4,7 @@ import base64
 import json
 
 import pytest
-from helpers import HOST, I64_MAX, I64_MIN, TOKEN, assert_error, fresh_id, header
+from helpers import I64_MAX, I64_MIN, ROOT, TOKEN, assert_error, fresh_id, header
 
 i = fresh_id()
 LENGTH = "field `{}` must be {} characters"
@@ -12,25 +12,19 @@ WHITESPACE = "field `{}` must not be only whitespace"
 CONTROL = "field `{}` must not contain control characters"
 INTEGER, STRING = "field `id` must be an integer", "field `{}` must be a string"
 ID_INT64 = f"field `id` must be an integer from {I64_MIN} to {I64_MAX}"
-NOT_JSON = "request body is not valid JSON: "
 OBJECT = "request body must be a JSON object"
+
+
+def not_json(error, column):
+    """The message of a syntax error `column` characters into a body after the id `i` (its digits vary)."""
+    return f"request body is not valid JSON: {error} at line 1 column {column + len(str(i))}"
 
 
 BAD_BODIES = [  # (label, body, code, message), all under the one fresh id `i`
     ("empty", b"", 40001, "request body is empty"),
-    ("only whitespace", b"  \n", 40001, NOT_JSON + "EOF while parsing a value at line 2 column 0"),
-    (
-        "a missing comma",
-        f'{{"id": {i} "name": "Fern"}}',
-        40001,
-        NOT_JSON + f"expected `,` or `}}` at line 1 column {9 + len(str(i))}",
-    ),
-    (
-        "trailing garbage",
-        f'{{"id": {i}, "name": "Fern"}} x',
-        40001,
-        NOT_JSON + f"trailing characters at line 1 column {26 + len(str(i))}",
-    ),
+    ("only whitespace", b"  \n", 40001, "request body is not valid JSON: EOF while parsing a value at line 2 column 0"),
+    ("a missing comma", f'{{"id": {i} "name": "Fern"}}', 40001, not_json("expected `,` or `}`", 9)),
+    ("trailing garbage", f'{{"id": {i}, "name": "Fern"}} x', 40001, not_json("trailing characters", 26)),
     ("an array", b"[1, 2]", 40001, OBJECT),
     ("a string", b'"plant"', 40001, OBJECT),
     ("null", b"null", 40001, OBJECT),
@@ -77,42 +71,37 @@ def test_bad_bodies_are_a_400_with_their_code_and_nothing_is_written(api, body, 
     api.assert_nothing_stored(i, 0, 100)
 
 
+NON_UTF8_ID = fresh_id()
+NON_UTF8 = f'{{"id":{NON_UTF8_ID},"name":"\xff"}}'.encode("latin-1")  # one byte not UTF-8
+
+
 def test_a_non_utf8_body_gets_40001_from_the_function_itself(api):
     # Sent as a base64 event straight to the function through the Lambda
     # invoke API that `cargo lambda watch` emulates: what API Gateway
     # does with a body it does not treat as text.
-    plant_id = fresh_id()
-    raw = f'{{"id":{plant_id},"name":"\xff"}}'.encode("latin-1")
-    headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json", "content-length": str(len(raw))}
-    http = {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"}
-    context = {"accountId": "123456789012", "apiId": "contract", "domainName": "contract.example"}
-    context.update(domainPrefix="contract", http=dict(http, userAgent="contract-tests"), requestId="contract-non-utf8")
-    context.update(routeKey="$default", stage="$default", time="01/Jan/2025:00:00:00 +0000", timeEpoch=1735689600000)
-    event = {"version": "2.0", "routeKey": "$default", "rawPath": "/plants", "rawQueryString": "", "headers": headers}
-    event.update(requestContext=context, body=base64.b64encode(raw).decode(), isBase64Encoded=True)
-    url = f"http://{HOST}:{api.port}/2015-03-31/functions/plant-store/invocations"  # the binary's name
-    response = api.session.post(url, data=json.dumps(event).encode(), headers={"Content-Type": "application/json"})
+    event = json.loads((ROOT / "events" / "create-http-api.json").read_text(encoding="utf-8"))
+    event["headers"].update({"authorization": f"Bearer {TOKEN}", "content-length": str(len(NON_UTF8))})
+    event.update(body=base64.b64encode(NON_UTF8).decode(), isBase64Encoded=True)
+    url = f"{api.url}/2015-03-31/functions/plant-store/invocations"  # the binary's name
+    response = api.session.post(url, json=event)
     answer = response.json()
     assert response.status_code == 200, answer
     assert answer["statusCode"] == 400, answer
     headers = {k.lower(): v for k, v in answer["headers"].items()}
     assert headers.get("content-type") == "application/json", answer
     assert headers.get("cache-control") == "no-store", answer
-    message = f"request body is not valid JSON: invalid unicode code point at line 1 column {len(raw) - 2}"
+    message = f"request body is not valid JSON: invalid unicode code point at line 1 column {len(NON_UTF8) - 2}"
     assert json.loads(answer["body"]) == {"error": 40001, "message": message}
-    api.assert_nothing_stored(plant_id)
+    api.assert_nothing_stored(NON_UTF8_ID)
 
 
 def test_a_non_utf8_body_over_http_gets_the_emulators_own_500(api):
-    # `cargo lambda watch` cannot put these bytes in an event and answers
-    # 500 itself; the function is never invoked (no X-Request-Id, not our
-    # content type). This is why scripts/schemathesis_hooks.py keeps
-    # non-UTF-8 bodies out of the schemathesis run. If this test fails
-    # because the emulator now passes them on, expect 400/40001 here
-    # and remove that filter.
-    plant_id = fresh_id()
-    response = api.call(body=f'{{"id":{plant_id},"name":"\xff"}}'.encode("latin-1"))
+    # `cargo lambda watch` cannot put these bytes in an event and answers 500
+    # itself, never invoking the function (no X-Request-Id, not our content
+    # type): why scripts/schemathesis_hooks.py keeps them out of schemathesis's
+    # run. Once the emulator passes them on, expect 400/40001 here and drop that filter.
+    response = api.call(body=NON_UTF8)
     assert response.status_code == 500, response.content
     assert header(response, "x-request-id") == [], response.headers
     assert header(response, "content-type") != ["application/json"], response.headers
-    api.assert_nothing_stored(plant_id)
+    api.assert_nothing_stored(NON_UTF8_ID)
