@@ -296,29 +296,13 @@ def _parse(conn):
         return None
     request_line, headers = parse_head(conn.buffer[:end])
     method, path, _ = request_line.split(" ", 2)
-    rest = conn.buffer[end + 4 :]
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body, pos = b"", 0
-        while True:
-            eol = rest.find(b"\r\n", pos)
-            if eol < 0:
-                return None
-            size = int(rest[pos:eol].split(b";")[0], 16)
-            if len(rest) < eol + 2 + size + 2:
-                return None
-            body += rest[eol + 2 : eol + 2 + size]
-            pos = eol + 2 + size + 2
-            if size == 0:
-                # Trailers (none expected) end with an empty line.
-                if rest[pos - 2 : pos] != b"\r\n":
-                    return None
-                break
-        conn.buffer = rest[pos:]
-    else:
-        length = int(headers.get("content-length", "0"))
-        if len(rest) < length:
-            return None
-        body, conn.buffer = rest[:length], rest[length:]
+    if "transfer-encoding" in headers:
+        # Every implementation measured sends a Content-Length.
+        raise ProtocolError(f"{method} {path} came with Transfer-Encoding: {headers['transfer-encoding']}")
+    rest, length = conn.buffer[end + 4 :], int(headers.get("content-length", "0"))
+    if len(rest) < length:
+        return None
+    body, conn.buffer = rest[:length], rest[length:]
     return method, path.split("?", 1)[0], headers, body
 
 

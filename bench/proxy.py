@@ -12,7 +12,7 @@ both:
 
 Hand-written because no proxy on the registries this project uses adds a
 per-request delay (the kernel here has no `netem`, and toxiproxy has no
-server build we can install) and records a header, in sixty lines.
+server build we can install) and records a header, in about seventy lines.
 
 As a module: `make_certificates()` and `Proxy`. As a script: the proxy.
 """

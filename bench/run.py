@@ -3,35 +3,29 @@
 
 Runs the release binary as Lambda does, under a Runtime API emulator on
 loopback (bench/emulator.py), against DynamoDB Local over plain HTTP and
-over HTTPS through a TLS terminator with a throwaway CA
-(bench/proxy.py), beside the same handler in Python (boto3) and in
-Node.js (@aws-sdk/client-dynamodb v3) and in Rust the way the runtime's own
-examples write it (bench/peers/rust). Then the same at Lambda's memory
-sizes, each implementation inside a cgroup whose CPU quota is the share of
-a vCPU that size buys; throughput per execution environment at several
-concurrencies, as on Lambda Managed Instances (the Rust implementations,
-against a store with a stated latency); a long warm run per implementation
-for its memory over time; and what a million creates cost. Writes
-results.json, results.md, chart.svg, lambda.svg and concurrency.svg into
-bench/results/ (or --out).
+over HTTPS through a TLS terminator with a throwaway CA (bench/proxy.py),
+beside the same handler in Python (boto3), in Node.js (@aws-sdk/client-dynamodb
+v3) and in Rust the way the runtime's own examples write it (bench/peers/).
+Then the same at Lambda's memory sizes, each inside a cgroup whose CPU quota
+is the share of a vCPU that size buys; throughput per execution environment
+at several concurrencies, as on Lambda Managed Instances (the Rust
+implementations, against a store with a stated latency); a long warm run per
+implementation for its memory over time; and what a million creates cost.
+Writes results.json, results.md and the charts (bench/report.py) into
+bench/results/ (or --out). Method and results: docs/performance.md.
 
     .tools/venv/bin/python bench/run.py                 # the full benchmark
     .tools/venv/bin/python bench/run.py --smoke         # a few checked invocations of each implementation
     .tools/venv/bin/python bench/run.py --install-only  # the peers' dependencies, into .tools/bench/
     .tools/venv/bin/python bench/run.py --memory 128 --long 5000   # a quicker run: one memory size, a short long run
-    .tools/venv/bin/python bench/run.py --memory none --long 0     # whole cores only, as before
-    .tools/venv/bin/python bench/run.py --impl rust,idiomatic --transport https --cold 3 --warm 200 \\
-        --memory none --long 0 --concurrency 1,8,32,64   # throughput per execution environment only
     .tools/venv/bin/python bench/run.py --impl rust --transport https \\
         --rust 'before=/path/a,PLANTS_PREWARM=0' --rust 'after=/path/b'   # compare Rust builds
-
-Runs under the tool venv's Python (`make bench`): boto3 for its own DynamoDB calls, matplotlib for the
-charts. See docs/performance.md for the method and results.
 """
 
 import argparse
 import contextlib
 import copy
+import dataclasses
 import glob
 import hashlib
 import json
@@ -73,6 +67,7 @@ DDB_WARMUP = 3000  # writes to warm DynamoDB Local's JVM first
 MEMORY_TRANSPORT, LONG_TRANSPORT = "https", "http"
 SETTINGS = ("cold", "warm", "ddb_warmup", "memory", "memory_cold", "memory_warm", "long", "concurrency")
 SETTINGS += ("concurrency_invocations", "store_latency_ms", "ddb_latency_ms")
+SUBJECT_FIELDS = ("kind", "size_bytes", "size_note", "env", "certs")
 
 
 def log(message):
@@ -97,25 +92,14 @@ def _stamp(folder, digest):
 
 def rust_peer_stamp():
     """The idiomatic peer's build stamp, keyed on its manifest, lock file and source."""
-    sources = ("Cargo.toml", "Cargo.lock", os.path.join("src", "main.rs"))
-    digests = "".join(_digest(os.path.join(RUST_PEER_DIR, name)) for name in sources)
+    digests = "".join(
+        _digest(os.path.join(RUST_PEER_DIR, name)) for name in ("Cargo.toml", "Cargo.lock", "src/main.rs")
+    )
     return _stamp(RUST_PEER_TARGET, hashlib.sha256(digests.encode()).hexdigest())
 
 
 def rust_peer_built():
     return os.path.exists(rust_peer_stamp()) and os.path.isfile(RUST_PEER_BIN)
-
-
-def once(stamp, message, make, made=True):
-    """Runs `make` unless `stamp` (the mark of what its folder was made from)
-    exists and what it made is `made`; then leaves that stamp alone in the folder."""
-    if os.path.exists(stamp) and made:
-        return
-    log(message)
-    make()
-    for old in glob.glob(os.path.join(os.path.dirname(stamp), ".stamp-*")):
-        os.remove(old)
-    open(stamp, "w").close()
 
 
 def build_rust_peer():
@@ -128,19 +112,17 @@ def build_rust_peer():
     takes several minutes (the SDK's default features)."""
     if shutil.which("cargo") is None:
         fail("cargo is needed for the idiomatic Rust peer: install Rust with rustup")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("AWS_LC_SYS_", "CARGO_PROFILE_", "CARGO_BUILD_", "CARGO_ENCODED_RUSTFLAGS"))
-        and k not in ("RUSTFLAGS", "CARGO_TARGET_DIR")
-    }
-    manifest = os.path.join(RUST_PEER_DIR, "Cargo.toml")
-    cargo = ["nice", "-n", "10", "cargo", "build", "--release", "--locked", "--manifest-path", manifest]
+    log("building the idiomatic Rust peer into .tools/bench/rust-target (several minutes the first time)")
+    skip = ("AWS_LC_SYS_", "CARGO_PROFILE_", "CARGO_BUILD_", "CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_TARGET_DIR")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(skip[:4]) and k not in skip[4:]}
+    cargo = ["nice", "-n", "10", "cargo", "build", "--release", "--locked", "--target-dir", RUST_PEER_TARGET]
     with tempfile.TemporaryDirectory(prefix="plant-store-peer-build-") as outside:
-        subprocess.run([*cargo, "--target-dir", RUST_PEER_TARGET], cwd=outside, env=env, check=True)
+        manifest = os.path.join(RUST_PEER_DIR, "Cargo.toml")
+        subprocess.run([*cargo, "--manifest-path", manifest], cwd=outside, env=env, check=True)
 
 
 def install_python_peer():
+    log("installing the Python peer's dependencies (boto3) into .tools/bench/python")
     if not os.path.exists(os.path.join(PY_VENV, "bin", "python")):
         subprocess.run([sys.executable, "-m", "venv", PY_VENV], check=True)
     pip = [os.path.join(PY_VENV, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
@@ -148,6 +130,7 @@ def install_python_peer():
 
 
 def install_node_peer():
+    log("installing the Node.js peer's dependencies (@aws-sdk/client-dynamodb) into .tools/bench/node")
     os.makedirs(NODE_DIR, exist_ok=True)
     for name in ("package.json", "package-lock.json"):
         shutil.copy(os.path.join(PEERS, "node", name), NODE_DIR)
@@ -156,20 +139,27 @@ def install_node_peer():
 
 def install_peers(impls, build_rust=True):
     """Installs the peers' pinned dependencies into .tools/bench/ (PyPI and
-    npm only), once per change of their manifests; builds the idiomatic
-    Rust peer unless `build_rust` is false."""
-    if "idiomatic" in impls and build_rust:
-        message = "building the idiomatic Rust peer into .tools/bench/rust-target (several minutes the first time)"
-        once(rust_peer_stamp(), message, build_rust_peer, os.path.isfile(RUST_PEER_BIN))
-    if "python" in impls:
-        stamp = _stamp(PY_VENV, _digest(os.path.join(PEERS, "python", "requirements.txt")))
-        once(stamp, "installing the Python peer's dependencies (boto3) into .tools/bench/python", install_python_peer)
-    if "node" in impls:
-        if shutil.which("node") is None or shutil.which("npm") is None:
-            fail("node and npm are needed for the Node.js peer: install Node.js 20+")
-        message = "installing the Node.js peer's dependencies (@aws-sdk/client-dynamodb) into .tools/bench/node"
-        once(_stamp(NODE_DIR, _digest(os.path.join(PEERS, "node", "package-lock.json"))), message, install_node_peer)
-        # The handler beside its node_modules, as in a deployment package.
+    npm only) and builds the idiomatic Rust peer (unless `build_rust` is
+    false), each once per change of what it is made from: a stamp named
+    after its digest marks the folder it went into."""
+    if "node" in impls and not (shutil.which("node") and shutil.which("npm")):
+        fail("node and npm are needed for the Node.js peer: install Node.js 20+")
+    for impl, stamp, made, install in (
+        ("idiomatic", rust_peer_stamp(), os.path.isfile(RUST_PEER_BIN), build_rust_peer),
+        (
+            "python",
+            _stamp(PY_VENV, _digest(os.path.join(PEERS, "python", "requirements.txt"))),
+            True,
+            install_python_peer,
+        ),
+        ("node", _stamp(NODE_DIR, _digest(os.path.join(PEERS, "node", "package-lock.json"))), True, install_node_peer),
+    ):
+        if impl in impls and (build_rust or impl != "idiomatic") and not (os.path.exists(stamp) and made):
+            install()
+            for old in glob.glob(os.path.join(os.path.dirname(stamp), ".stamp-*")):
+                os.remove(old)
+            open(stamp, "w").close()
+    if "node" in impls:  # the handler beside its node_modules, as in a deployment package
         for name in ("bootstrap.js", "handler.js"):
             shutil.copy(os.path.join(PEERS, "node", name), NODE_DIR)
 
@@ -186,17 +176,21 @@ def dir_size(path, skip=()):
 # ---- the subjects: what is measured ------------------------------------------
 
 
+@dataclasses.dataclass
 class Subject:
-    """One implementation as run: argv, extra environment, trust settings."""
+    """One implementation as run: argv, extra environment, how a Rust build
+    loads its CAs (`certs`), and whether every answer must echo
+    Lambda-Runtime-Invocation-Id (an older build can be measured with
+    echo=optional)."""
 
-    def __init__(self, name, kind, argv, env=None, certs="file", size=None, size_note="", echo=True):
-        self.name, self.kind, self.argv = name, kind, argv
-        self.env = dict(env or {})
-        self.certs = certs
-        self.size, self.size_note = size, size_note
-        # Whether every answer must echo Lambda-Runtime-Invocation-Id (an
-        # older build can be measured with echo=optional).
-        self.echo = echo
+    name: str
+    kind: str
+    argv: list
+    env: dict = dataclasses.field(default_factory=dict)
+    certs: str | None = None
+    size_bytes: int | None = None
+    size_note: str = ""
+    echo: bool = True
 
     def environment(self, transport, endpoint, certs, table):
         env = {"TABLE_NAME": table, "PLANTS_TOKEN_SHA256": TOKEN_SHA256, "AWS_ENDPOINT_URL_DYNAMODB": endpoint}
@@ -221,8 +215,10 @@ class Subject:
 
 
 def rust_subject(name, binary, settings=()):
-    """A Rust build: `--rust NAME=BINARY[,KEY=VALUE...]`, or the one built here."""
-    env, certs, echo = {}, "file", True
+    """A Rust build: the one built here, or `--rust NAME=BINARY[,KEY=VALUE...]`."""
+    if not os.path.isfile(binary):
+        fail(f"no binary at {binary}")
+    subject = Subject(name, "rust", [os.path.abspath(binary)], {}, "file", os.path.getsize(binary), "stripped binary")
     for setting in settings:
         key, sep, value = setting.partition("=")
         if not sep:
@@ -232,15 +228,12 @@ def rust_subject(name, binary, settings=()):
         if key == "echo" and value not in ("required", "optional"):
             fail("--rust echo= takes required or optional")
         if key == "certs":
-            certs = value
+            subject.certs = value
         elif key == "echo":
-            echo = value == "required"
+            subject.echo = value == "required"
         else:
-            env[key] = value
-    if not os.path.isfile(binary):
-        fail(f"no binary at {binary}")
-    size = os.path.getsize(binary)
-    return Subject(name, "rust", [os.path.abspath(binary)], env, certs, size, "stripped binary", echo)
+            subject.env[key] = value
+    return subject
 
 
 def stripped_size(binary):
@@ -274,14 +267,14 @@ def subjects_for(args):
         print("skip idiomatic: the idiomatic Rust peer is not built (make bench builds it)", flush=True)
     elif "idiomatic" in args.impl:
         size, note = stripped_size(RUST_PEER_BIN), "binary of the default release profile, stripped"
-        subjects.append(Subject("idiomatic", "rust", [RUST_PEER_BIN], size=size, size_note=note))
+        subjects.append(Subject("idiomatic", "rust", [RUST_PEER_BIN], certs="file", size_bytes=size, size_note=note))
     if "python" in args.impl:
         argv = [os.path.join(PY_VENV, "bin", "python"), os.path.join(PEERS, "python", "bootstrap.py")]
         size = dir_size(os.path.join(PY_VENV, "lib"), skip=("pip", "setuptools", "_distutils_hack", "pkg_resources"))
-        subjects.append(Subject("python", "python", argv, size=size, size_note="boto3 and its dependencies"))
+        subjects.append(Subject("python", "python", argv, size_bytes=size, size_note="boto3 and its dependencies"))
     if "node" in args.impl:
         argv, size = ["node", os.path.join(NODE_DIR, "bootstrap.js")], dir_size(os.path.join(NODE_DIR, "node_modules"))
-        subjects.append(Subject("node", "node", argv, size=size, size_note="node_modules"))
+        subjects.append(Subject("node", "node", argv, size_bytes=size, size_note="node_modules"))
     return subjects
 
 
@@ -921,7 +914,7 @@ def machine():
 
 
 def listed(item, allowed, what):
-    """An argparse type: comma-separated values, each `allowed`; '' or 'none' for none."""
+    """An argparse type: comma-separated values, each `allowed`; '' or 'none' for none (`what`: what they are)."""
 
     def parse(text):
         try:
@@ -949,57 +942,33 @@ def parse_args(argv):
     parser.add_argument("--smoke", action="store_true", help="a few checked invocations of each implementation")
     parser.add_argument("--install-only", action="store_true", help="install the peers' dependencies and stop")
     parser.add_argument("--binary", help="the Rust function to run (default: build it with cargo)")
-    parser.add_argument(
-        "--rust",
-        action="append",
-        metavar="NAME=BINARY[,KEY=VALUE...]",
-        help="a Rust build to measure, with extra environment; certs=dir|file picks the CA loading, "
-        "echo=optional lets it not echo the invocation id (repeatable)",
-    )
+    rust = "a Rust build to measure, with extra environment; certs=file|dir, echo=required|optional (repeatable)"
+    parser.add_argument("--rust", action="append", metavar="NAME=BINARY[,KEY=VALUE...]", help=rust)
+    sizes = listed(int, lambda mb: 128 <= mb <= 10240, "sizes from 128 to 10240 MB, as Lambda's")
+    counts, latency = listed(int, lambda n: n >= 1, "counts"), report.DDB_LATENCY_MS
     options = [  # flag, type, default, help
         ("--impl", listed(str, IMPLS.__contains__, ", ".join(IMPLS)), ",".join(IMPLS), "implementations"),
         ("--transport", listed(str, TRANSPORTS.__contains__, "http, https"), "http,https", "transports"),
         ("--cold", at_least(1), 20, "fresh processes per implementation"),
         ("--warm", at_least(1), 2000, "sequential warm invocations"),
-        (
-            "--memory",
-            listed(int, lambda mb: 128 <= mb <= 10240, "sizes from 128 to 10240 MB, as Lambda's"),
-            "128,256,512,1024,1769",
-            "Lambda memory sizes (MB) to measure under their CPU quota, comma-separated; 'none' for none",
-        ),
+        ("--memory", sizes, "128,256,512,1024,1769", "Lambda memory sizes (MB) under their CPU quota, or none"),
         ("--memory-cold", at_least(1), 10, "fresh processes per implementation and size"),
         ("--memory-warm", at_least(1), 500, "warm invocations per implementation and size"),
-        (
-            "--concurrency",
-            listed(int, lambda n: n >= 1, "counts of at least 1"),
-            "1,8,32,64",
-            "invocations in flight per execution environment (AWS_LAMBDA_MAX_CONCURRENCY) for the Rust "
-            "implementations, comma-separated; 'none' for none",
-        ),
+        ("--concurrency", counts, "1,8,32,64", "invocations in flight (AWS_LAMBDA_MAX_CONCURRENCY), or none"),
         ("--concurrency-invocations", at_least(1), 4000, "creates per concurrency level"),
-        (
-            "--store-latency-ms",
-            float,
-            report.DDB_LATENCY_MS,
-            "delay added to every DynamoDB request in the concurrency runs: an in-region PutItem",
-        ),
-        (
-            "--long",
-            at_least(0),
-            100_000,
-            "warm invocations of one process per implementation, for memory over time; 0 for none",
-        ),
-        (
-            "--ddb-latency-ms",
-            float,
-            report.DDB_LATENCY_MS,
-            "assumed in-region DynamoDB latency added to billed durations",
-        ),
+        ("--store-latency-ms", float, latency, "delay added to each DynamoDB request in the concurrency runs"),
+        ("--long", at_least(0), 100_000, "warm invocations of one process, for memory over time; 0 for none"),
+        ("--ddb-latency-ms", float, latency, "in-region DynamoDB latency added to billed durations"),
         ("--out", str, os.path.join(HERE, "results"), "where results go"),
     ]
     for flag, kind, default, text in options:
         parser.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
-    parser.add_argument("--concurrency-transport", choices=TRANSPORTS, default="https", help="(default https)")
+    parser.add_argument(
+        "--concurrency-transport",
+        choices=TRANSPORTS,
+        default="https",
+        help="transport of the concurrency runs (default https)",
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         args.cold, args.warm, args.memory, args.long, args.concurrency = 1, 0, [], 0, []
@@ -1038,16 +1007,7 @@ def main(argv=None):
                 ),
                 "settings": {key: values[key] for key in SETTINGS},
                 "machine": machine(),
-                "subjects": {
-                    s.name: {
-                        "kind": s.kind,
-                        "size_bytes": s.size,
-                        "size_note": s.size_note,
-                        "env": s.env,
-                        "certs": s.certs if s.kind == "rust" else None,
-                    }
-                    for s in subjects
-                },
+                "subjects": {s.name: {k: getattr(s, k) for k in SUBJECT_FIELDS} for s in subjects},
             }
         )
         report.write(report.summarise(results), args.out)
