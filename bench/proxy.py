@@ -20,9 +20,9 @@ As a module: `make_certificates()` and `Proxy`. As a script: the proxy.
 import argparse
 import asyncio
 import contextlib
-import functools
 import glob
 import os
+import pathlib
 import shlex
 import shutil
 import socket
@@ -62,9 +62,9 @@ def make_certificates(workdir):
     """
     if shutil.which("openssl") is None:
         raise SystemExit("error: the openssl command is needed for the HTTPS runs (apt-get install openssl)")
-    os.makedirs(workdir, exist_ok=True)
-    with open(os.path.join(workdir, "server.ext"), "w") as ext:
-        ext.write(SERVER_EXTENSIONS)
+    folder = pathlib.Path(workdir)
+    (folder / "certdir").mkdir(parents=True, exist_ok=True)
+    (folder / "server.ext").write_text(SERVER_EXTENSIONS)
     for command in (
         "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2"
         " -subj '/CN=plant-store bench CA (throwaway)'"
@@ -73,18 +73,15 @@ def make_certificates(workdir):
         "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext",
     ):
         openssl = ["openssl", *shlex.split(command)]
-        subprocess.run(openssl, cwd=workdir, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    path = functools.partial(os.path.join, workdir)
+        subprocess.run(openssl, cwd=folder, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     system_bundle = next((p for p in SYSTEM_BUNDLE_CANDIDATES if os.path.isfile(p)), None)
-    system_pem = open(system_bundle).read() if system_bundle else ""
-    with open(path("bundle.pem"), "w") as bundle:
-        bundle.write(system_pem.rstrip("\n") + "\n" + open(path("ca.pem")).read())
-    os.makedirs(path("certdir"), exist_ok=True)
+    system_pem = pathlib.Path(system_bundle).read_text() if system_bundle else ""
+    (folder / "bundle.pem").write_text(system_pem.rstrip("\n") + "\n" + (folder / "ca.pem").read_text())
     system_dir = next((d for d in SYSTEM_CERT_DIR_CANDIDATES if os.path.isdir(d)), None)
     for file in glob.glob(os.path.join(system_dir, "*")) if system_dir else []:
-        os.symlink(os.path.realpath(file), path("certdir", os.path.basename(file)))
-    shutil.copy(path("ca.pem"), path("certdir", "plant-store-bench-ca.pem"))
-    return {name: path(file) for name, file in CERT_FILES.items()}
+        os.symlink(os.path.realpath(file), folder / "certdir" / os.path.basename(file))
+    shutil.copy(folder / "ca.pem", folder / "certdir" / "plant-store-bench-ca.pem")
+    return {name: str(folder / file) for name, file in CERT_FILES.items()}
 
 
 class Proxy:

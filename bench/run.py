@@ -144,15 +144,14 @@ def install_peers(impls, build_rust=True):
     after its digest marks the folder it went into."""
     if "node" in impls and not (shutil.which("node") and shutil.which("npm")):
         fail("node and npm are needed for the Node.js peer: install Node.js 20+")
+    requirements, lock = (
+        os.path.join(PEERS, "python", "requirements.txt"),
+        os.path.join(PEERS, "node", "package-lock.json"),
+    )
     for impl, stamp, made, install in (
         ("idiomatic", rust_peer_stamp(), os.path.isfile(RUST_PEER_BIN), build_rust_peer),
-        (
-            "python",
-            _stamp(PY_VENV, _digest(os.path.join(PEERS, "python", "requirements.txt"))),
-            True,
-            install_python_peer,
-        ),
-        ("node", _stamp(NODE_DIR, _digest(os.path.join(PEERS, "node", "package-lock.json"))), True, install_node_peer),
+        ("python", _stamp(PY_VENV, _digest(requirements)), True, install_python_peer),
+        ("node", _stamp(NODE_DIR, _digest(lock)), True, install_node_peer),
     ):
         if impl in impls and (build_rust or impl != "idiomatic") and not (os.path.exists(stamp) and made):
             install()
@@ -306,22 +305,25 @@ class Events:
         return json.dumps(event).encode()
 
 
-def check_created(subject, response):
+def created_problem(response, request_id=None):
+    """What keeps `response` from being a created plant (that names its own
+    `request_id`, when given), or None."""
     if response.get("statusCode") != 200 or json.loads(response.get("body") or "null") != PLANT:
-        fail(f"{subject.name} answered {response.get('statusCode')} {response.get('body')!r}")
+        return f"{response.get('statusCode')} {response.get('body')!r}"
+    if request_id is None:
+        return None
+    named = {k.lower(): v for k, v in (response.get("headers") or {}).items()}.get("x-request-id")
+    return None if named == request_id else f"the answer names {named!r}"
+
+
+def check_created(subject, response):
+    if problem := created_problem(response):
+        fail(f"{subject.name} answered {problem}")
 
 
 def answer_problems(done):
     """Every concurrent answer: a created plant, naming its own request id."""
-    problems = []
-    for invocation in done:
-        response = invocation.response
-        headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
-        if response.get("statusCode") != 200 or json.loads(response.get("body") or "null") != PLANT:
-            problems.append(f"{invocation.request_id}: {response.get('statusCode')} {response.get('body')!r}")
-        elif headers.get("x-request-id") != invocation.request_id:
-            problems.append(f"the answer to {invocation.request_id} names {headers.get('x-request-id')!r}")
-    return problems
+    return [f"{i.request_id}: {p}" for i in done if (p := created_problem(i.response, i.request_id))]
 
 
 def check_answers(subject, done):
