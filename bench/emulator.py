@@ -29,6 +29,9 @@ CPU time comes from the kernel's per-process CPU clock (the clock
 `clock_getcpuclockid(3)` names, read with `clock_gettime`): nanosecond
 resolution, all threads included, even those that have exited, read at the
 exact moments the function is blocked on the Runtime API.
+
+Also the small process and HTTP helpers that the proxy and DynamoDB Local
+share with it (`stop`, `parse_head`).
 """
 
 import collections
@@ -40,8 +43,12 @@ import subprocess
 import time
 import uuid
 
+import psutil
+
 RUNTIME_PREFIX = "/2018-06-01/runtime"
+NEXT = RUNTIME_PREFIX + "/invocation/next"
 FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:plant-store-bench"
+ACCEPTED = b'{"status":"OK"}'
 
 
 def cpu_ns(pid):
@@ -50,20 +57,30 @@ def cpu_ns(pid):
     return time.clock_gettime_ns(((~pid) << 3) | 2)
 
 
-def user_sys_ticks(pid):
-    """(user, system) CPU in clock ticks: coarse, but it tells the split."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return int(fields[11]), int(fields[12])
-
-
-def peak_rss_kib(pid):
-    """The resident set's high-water mark (VmHWM), in KiB."""
+def status_kib(pid, key="VmHWM"):
+    """A size from /proc/PID/status in KiB: VmHWM, the resident set's
+    high-water mark (what Lambda reports as Max Memory Used), or VmRSS."""
     with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return None
+        return next((int(line.split()[1]) for line in status if line.startswith(key + ":")), None)
+
+
+def stop(proc, timeout=5.0):
+    """SIGTERM (a JVM started from a script ignores SIGINT), then SIGKILL."""
+    if proc and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def parse_head(head):
+    """An HTTP/1.1 request head (bytes, no blank line): its request line and
+    its headers, names in lower case."""
+    lines = head.decode("latin-1").split("\r\n")
+    fields = (line.partition(":") for line in lines[1:])
+    return lines[0], {name.strip().lower(): value.strip() for name, _, value in fields}
 
 
 class FunctionDied(RuntimeError):
@@ -128,10 +145,8 @@ class RuntimeApi:
 
     def close(self):
         for key in list(self.selector.get_map().values()):
-            try:
+            with contextlib.suppress(OSError):
                 key.fileobj.close()
-            except OSError:
-                pass
         self.selector.close()
 
     def _requests(self):
@@ -169,7 +184,7 @@ class RuntimeApi:
     def _other(self, conn, method, path):
         """A request that is neither an answer nor `/next`."""
         if path == RUNTIME_PREFIX + "/init/error":
-            _reply(conn, 202, b'{"status":"OK"}')
+            _reply(conn, 202, ACCEPTED)
             raise FunctionDied("the function reported an init error")
         _reply(conn, 404, b"{}")
         raise ProtocolError(f"the function called {method} {path}")
@@ -194,12 +209,11 @@ class RuntimeApi:
         if len(self.parked) >= count:
             return
         for conn, method, path, _headers, _body in self._requests():
-            if method == "GET" and path == RUNTIME_PREFIX + "/invocation/next":
-                self._park(conn)
-                if len(self.parked) >= count:
-                    return
-            else:
+            if method != "GET" or path != NEXT:
                 self._other(conn, method, path)
+            self._park(conn)
+            if len(self.parked) >= count:
+                return
 
     def invoke(self, event, timeout=30.0, on_sent=None, on_response=None):
         """The sequential path: delivers `event` (bytes) to the waiting GET
@@ -221,13 +235,13 @@ class RuntimeApi:
                 answered = time.perf_counter_ns()
                 if on_response:
                     on_response()
-                _reply(conn, 202, b'{"status":"OK"}')
+                _reply(conn, 202, ACCEPTED)
                 self._check_echo(invocation, headers)
                 return body, sent, answered
             if method == "POST" and path == answer + "error":
-                _reply(conn, 202, b'{"status":"OK"}')
+                _reply(conn, 202, ACCEPTED)
                 raise FunctionDied(f"the function reported an invocation error: {body[:500]!r}")
-            if method == "GET" and path == RUNTIME_PREFIX + "/invocation/next":
+            if method == "GET" and path == NEXT:
                 raise ProtocolError("the function asked for the next event without answering this one")
             self._other(conn, method, path)
 
@@ -254,7 +268,7 @@ class RuntimeApi:
             if exhausted and not in_flight:
                 return done
             conn, method, path, headers, body = next(requests)
-            if method == "GET" and path == RUNTIME_PREFIX + "/invocation/next":
+            if method == "GET" and path == NEXT:
                 self._park(conn)
                 continue
             prefix = RUNTIME_PREFIX + "/invocation/"
@@ -266,7 +280,7 @@ class RuntimeApi:
                 _reply(conn, 404, b"{}")
                 raise ProtocolError(f"an answer to {request_id!r}, which is not in flight")
             invocation.answered = time.perf_counter_ns()
-            _reply(conn, 202, b'{"status":"OK"}')
+            _reply(conn, 202, ACCEPTED)
             if kind == "error":
                 raise FunctionDied(f"the function reported an invocation error: {body[:500]!r}")
             self._check_echo(invocation, headers)
@@ -280,40 +294,20 @@ def _parse(conn):
     end = conn.buffer.find(b"\r\n\r\n")
     if end < 0:
         return None
-    lines = conn.buffer[:end].decode("latin-1").split("\r\n")
-    method, path, _ = lines[0].split(" ", 2)
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    rest = conn.buffer[end + 4 :]
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body, pos = b"", 0
-        while True:
-            eol = rest.find(b"\r\n", pos)
-            if eol < 0:
-                return None
-            size = int(rest[pos:eol].split(b";")[0], 16)
-            if len(rest) < eol + 2 + size + 2:
-                return None
-            body += rest[eol + 2 : eol + 2 + size]
-            pos = eol + 2 + size + 2
-            if size == 0:
-                # Trailers (none expected) end with an empty line.
-                if rest[pos - 2 : pos] != b"\r\n":
-                    return None
-                break
-        conn.buffer = rest[pos:]
-    else:
-        length = int(headers.get("content-length", "0"))
-        if len(rest) < length:
-            return None
-        body, conn.buffer = rest[:length], rest[length:]
+    request_line, headers = parse_head(conn.buffer[:end])
+    method, path, _ = request_line.split(" ", 2)
+    if "transfer-encoding" in headers:
+        # Every implementation measured sends a Content-Length.
+        raise ProtocolError(f"{method} {path} came with Transfer-Encoding: {headers['transfer-encoding']}")
+    rest, length = conn.buffer[end + 4 :], int(headers.get("content-length", "0"))
+    if len(rest) < length:
+        return None
+    body, conn.buffer = rest[:length], rest[length:]
     return method, path.split("?", 1)[0], headers, body
 
 
 def _reply(conn, status, body):
-    reason = {200: "OK", 202: "Accepted", 404: "Not Found"}[status]
+    reason = {202: "Accepted", 404: "Not Found"}[status]
     conn.sock.sendall(
         f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
         + body
@@ -323,7 +317,7 @@ def _reply(conn, status, body):
 def lambda_environment(runtime_api, extra):
     """The environment Lambda gives a function, and nothing of this
     machine's: no HOME with credentials, no CA variables unless asked."""
-    env = {
+    return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "TZ": ":UTC",
@@ -339,17 +333,16 @@ def lambda_environment(runtime_api, extra):
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
         "AWS_SESSION_TOKEN": "bench",
+        **extra,
     }
-    env.update(extra)
-    return env
 
 
 class FunctionProcess:
     """One fresh function process (a cold start) under its own Runtime API."""
 
-    def __init__(self, argv, env, log_path, cwd=None, spawn_in=None, require_echo=True):
+    def __init__(self, argv, env, log_path, spawn_in=None, require_echo=True):
         self.api = RuntimeApi(require_echo)
-        self.argv, self.log_path, self.cwd = argv, log_path, cwd
+        self.argv, self.log_path = argv, log_path
         # A context the process is spawned in: bench/run.py's CPU-quota
         # cgroup, which the harness joins just while it spawns, so that the
         # child starts inside it and init already runs under the quota.
@@ -365,9 +358,7 @@ class FunctionProcess:
         (init wall ns, init CPU ns)."""
         with open(self.log_path, "ab") as log, self.spawn_in():
             started = time.perf_counter_ns()
-            self.proc = subprocess.Popen(
-                self.argv, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log
-            )
+            self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         self.api.proc = self.proc
         self.api.wait_next()
         ready = time.perf_counter_ns()
@@ -397,18 +388,13 @@ class FunctionProcess:
     def cpu(self):
         return cpu_ns(self.proc.pid)
 
-    def peak_rss_kib(self):
-        return peak_rss_kib(self.proc.pid)
+    def kib(self, key="VmHWM"):
+        return status_kib(self.proc.pid, key)
 
-    def user_sys_ticks(self):
-        return user_sys_ticks(self.proc.pid)
+    def user_system_s(self):
+        """(user, system) CPU seconds: coarse (clock ticks), but it tells the split."""
+        return tuple(psutil.Process(self.proc.pid).cpu_times()[:2])
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
         self.api.close()

@@ -12,7 +12,7 @@ both:
 
 Hand-written because no proxy on the registries this project uses adds a
 per-request delay (the kernel here has no `netem`, and toxiproxy has no
-server build we can install) and records a header, in sixty lines.
+server build we can install) and records a header, in about seventy lines.
 
 As a module: `make_certificates()` and `Proxy`. As a script: the proxy.
 """
@@ -22,11 +22,15 @@ import asyncio
 import contextlib
 import glob
 import os
+import pathlib
+import shlex
 import shutil
 import socket
 import ssl
 import subprocess
 import sys
+
+from emulator import parse_head, stop
 
 SYSTEM_BUNDLE_CANDIDATES = [
     "/etc/ssl/certs/ca-certificates.crt",
@@ -34,10 +38,12 @@ SYSTEM_BUNDLE_CANDIDATES = [
     "/etc/ssl/cert.pem",
 ]
 SYSTEM_CERT_DIR_CANDIDATES = ["/etc/ssl/certs", "/etc/pki/tls/certs"]
-
-
-def _openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+CERT_FILES = {"ca": "ca.pem", "bundle": "bundle.pem", "certdir": "certdir", "cert": "server.pem", "key": "server.key"}
+SERVER_EXTENSIONS = """basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=DNS:localhost,IP:127.0.0.1
+"""
 
 
 def make_certificates(workdir):
@@ -56,57 +62,26 @@ def make_certificates(workdir):
     """
     if shutil.which("openssl") is None:
         raise SystemExit("error: the openssl command is needed for the HTTPS runs (apt-get install openssl)")
-    os.makedirs(workdir, exist_ok=True)
-    _openssl(
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-        "-days", "2", "-subj", "/CN=plant-store bench CA (throwaway)",
-        "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        cwd=workdir,
-    )  # fmt: skip
-    _openssl(
-        "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-        "-subj", "/CN=localhost",
-        cwd=workdir,
-    )  # fmt: skip
-    with open(os.path.join(workdir, "server.ext"), "w") as ext:
-        ext.write(
-            "basicConstraints=CA:FALSE\n"
-            "keyUsage=critical,digitalSignature,keyEncipherment\n"
-            "extendedKeyUsage=serverAuth\n"
-            "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
-        )
-    _openssl(
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-        "-out", "server.pem", "-days", "2", "-extfile", "server.ext",
-        cwd=workdir,
-    )  # fmt: skip
-
-    ca = open(os.path.join(workdir, "ca.pem")).read()
+    folder = pathlib.Path(workdir)
+    (folder / "certdir").mkdir(parents=True, exist_ok=True)
+    (folder / "server.ext").write_text(SERVER_EXTENSIONS)
+    for command in (
+        "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2"
+        " -subj '/CN=plant-store bench CA (throwaway)'"
+        " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign",
+        "req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost",
+        "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext",
+    ):
+        openssl = ["openssl", *shlex.split(command)]
+        subprocess.run(openssl, cwd=folder, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     system_bundle = next((p for p in SYSTEM_BUNDLE_CANDIDATES if os.path.isfile(p)), None)
-    system_pem = open(system_bundle).read() if system_bundle else ""
-    with open(os.path.join(workdir, "bundle.pem"), "w") as bundle:
-        bundle.write(system_pem.rstrip("\n") + "\n" + ca)
-
-    certdir = os.path.join(workdir, "certdir")
-    os.makedirs(certdir, exist_ok=True)
+    system_pem = pathlib.Path(system_bundle).read_text() if system_bundle else ""
+    (folder / "bundle.pem").write_text(system_pem.rstrip("\n") + "\n" + (folder / "ca.pem").read_text())
     system_dir = next((d for d in SYSTEM_CERT_DIR_CANDIDATES if os.path.isdir(d)), None)
-    dir_files = 0
-    if system_dir:
-        for path in glob.glob(os.path.join(system_dir, "*")):
-            os.symlink(os.path.realpath(path), os.path.join(certdir, os.path.basename(path)))
-            dir_files += 1
-    shutil.copy(os.path.join(workdir, "ca.pem"), os.path.join(certdir, "plant-store-bench-ca.pem"))
-    return {
-        "dir": workdir,
-        "ca": os.path.join(workdir, "ca.pem"),
-        "bundle": os.path.join(workdir, "bundle.pem"),
-        "bundle_certs": (system_pem + ca).count("BEGIN CERTIFICATE"),
-        "certdir": certdir,
-        "certdir_files": dir_files + 1,
-        "cert": os.path.join(workdir, "server.pem"),
-        "key": os.path.join(workdir, "server.key"),
-    }
+    for file in glob.glob(os.path.join(system_dir, "*")) if system_dir else []:
+        os.symlink(os.path.realpath(file), folder / "certdir" / os.path.basename(file))
+    shutil.copy(folder / "ca.pem", folder / "certdir" / "plant-store-bench-ca.pem")
+    return {name: str(folder / file) for name, file in CERT_FILES.items()}
 
 
 class Proxy:
@@ -115,45 +90,38 @@ class Proxy:
     long; with `record` (a file path), it writes each request's trace header."""
 
     def __init__(self, upstream_port, log_path, certs=None, delay_ms=0.0, record=None):
-        self.upstream_port, self.log_path = upstream_port, log_path
-        self.certs, self.delay_ms, self.record = certs, delay_ms, record
-
-    def __enter__(self):
-        args = ["--upstream-port", str(self.upstream_port), "--delay-ms", str(self.delay_ms)]
-        if self.certs:
-            args += ["--cert", self.certs["cert"], "--key", self.certs["key"]]
-        if self.record:
-            args += ["--record", self.record]
-        log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=log,
-        )
-        log.close()
+        self.certs, self.record = certs, record
+        args = ["--upstream-port", str(upstream_port), "--delay-ms", str(delay_ms)]
+        args += ["--cert", certs["cert"], "--key", certs["key"]] if certs else []
+        args += ["--record", record] if record else []
+        with open(log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
         line = self.proc.stdout.readline().decode().split()
         if len(line) != 2 or line[0] != "READY":
-            raise SystemExit(f"error: the proxy did not start; see {self.log_path}")
+            raise SystemExit(f"error: the proxy did not start; see {log_path}")
         self.port = int(line[1])
+        self.endpoint = f"{'https' if certs else 'http'}://localhost:{self.port}"
+
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    @property
-    def endpoint(self):
-        return f"{'https' if self.certs else 'http'}://localhost:{self.port}"
+        stop(self.proc)
 
     def recorded_trace_ids(self):
         """The `X-Amzn-Trace-Id` of every request so far ('' where none)."""
         with open(self.record) as f:
             return [line.rstrip("\n") for line in f]
+
+
+def _close(writer):
+    with contextlib.suppress(ConnectionError, ssl.SSLError, RuntimeError):
+        writer.close()
 
 
 async def _pump(reader, writer):
@@ -164,10 +132,7 @@ async def _pump(reader, writer):
     except (ConnectionError, ssl.SSLError):
         pass
     finally:
-        try:
-            writer.close()
-        except (ConnectionError, ssl.SSLError, RuntimeError):
-            pass
+        _close(writer)
 
 
 async def _requests(reader, writer, delay_s, record):
@@ -177,13 +142,12 @@ async def _requests(reader, writer, delay_s, record):
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
-            fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
-            fields = {name.strip().lower(): value.strip() for name, value in fields.items()}
-            if b"transfer-encoding" in fields:
+            _, fields = parse_head(head[:-4])
+            if "transfer-encoding" in fields:
                 raise ValueError("a request body without Content-Length: not supported")
-            body = await reader.readexactly(int(fields.get(b"content-length", 0)))
+            body = await reader.readexactly(int(fields.get("content-length", 0)))
             if record:
-                record.write(fields.get(b"x-amzn-trace-id", b"").decode("latin-1") + "\n")
+                record.write(fields.get("x-amzn-trace-id", "") + "\n")
                 record.flush()
             if delay_s:
                 await asyncio.sleep(delay_s)
@@ -192,10 +156,7 @@ async def _requests(reader, writer, delay_s, record):
     except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
         pass
     finally:
-        try:
-            writer.close()
-        except (ConnectionError, ssl.SSLError, RuntimeError):
-            pass
+        _close(writer)
 
 
 async def _serve(args, record):

@@ -1,11 +1,19 @@
+#!/usr/bin/env python3
 """Turns raw benchmark samples into the summary (results.json), a Markdown
 table (results.md) and the charts (matplotlib: SVG for the README, PNG to
-look at)."""
+look at). As a script, writes results.md and the charts again from a
+results.json:
 
+    .tools/venv/bin/python bench/report.py bench/results/results.json --out bench/results
+"""
+
+import argparse
+import json
 import math
 import os
 import statistics
 import sys
+from statistics import median
 
 # The implementations plant-store is compared with: the two managed
 # runtimes' SDKs, and Rust written the way the runtime's examples are.
@@ -94,6 +102,9 @@ WARM_METRICS = [
 ]
 
 
+PERIODS = ("init_nr_periods", "init_nr_throttled", "cold_nr_periods", "cold_nr_throttled")
+
+
 def percentile(values, p):
     """Nearest-rank percentile."""
     ordered = sorted(values)
@@ -101,65 +112,62 @@ def percentile(values, p):
     return ordered[int(rank) - 1]
 
 
-def summarise(results):
-    figures = {}
-    for transport, data in results["transports"].items():
-        figures[transport] = {}
-        for name, samples in data["cold"].items():
-            fig = {}
-            for key, _ in COLD_METRICS:
-                values = [s[key] for s in samples]
-                fig[key] = statistics.median(values)
-                fig[key + "_min"] = min(values)
-                fig[key + "_max"] = max(values)
-            fig["cold_samples"] = len(samples)
-            warm = data["warm"][name]
-            walls = warm["wall_ms"]
-            fig.update(
-                {
-                    "warm_invocations": len(walls),
-                    "warm_p50_ms": percentile(walls, 50),
-                    "warm_p90_ms": percentile(walls, 90),
-                    "warm_p99_ms": percentile(walls, 99),
-                    "warm_max_ms": max(walls),
-                    "warm_mean_ms": statistics.fmean(walls),
-                    "warm_cpu_ms": warm["cpu_per_invocation_ms"],
-                    "warm_cpu_in_window_p50_ms": percentile(warm["cpu_in_window_ms"], 50),
-                    "warm_cpu_system_share": warm.get("system_share"),
-                    "peak_rss_mb": max(warm["peak_rss_kib"], *(s["peak_rss_kib"] for s in samples)) * 1024 / 1e6,
-                    "size_mb": (results["subjects"][name]["size_bytes"] or 0) / 1e6,
-                }
-            )
-            figures[transport][name] = fig
-    summary = {k: v for k, v in results.items() if k != "transports"}
-    summary["figures"] = figures
-    summary["ratios"] = ratios(figures)
-    summary["targets"] = targets(figures)
-    summary["raw"] = {
-        transport: {
-            "cold": data["cold"],
-            "warm_wall_ms": {n: [round(x, 4) for x in w["wall_ms"]] for n, w in data["warm"].items()},
-        }
-        for transport, data in results["transports"].items()
+def cold_warm_figures(cold, warm, size_bytes):
+    """One implementation's cold starts (median, min and max of each metric;
+    the medians of the CPU quota periods where counted) and warm run."""
+    fig = {}
+    for key, _ in COLD_METRICS:
+        values = [s[key] for s in cold]
+        fig |= {key: median(values), key + "_min": min(values), key + "_max": max(values)}
+    fig["cold_samples"] = len(cold)
+    fig |= {f"{key}_median": median(s[key] for s in cold) for key in PERIODS if all(key in s for s in cold)}
+    walls = warm["wall_ms"]
+    return fig | {
+        "warm_invocations": len(walls),
+        "warm_p50_ms": percentile(walls, 50),
+        "warm_p90_ms": percentile(walls, 90),
+        "warm_p99_ms": percentile(walls, 99),
+        "warm_max_ms": max(walls),
+        "warm_mean_ms": statistics.fmean(walls),
+        "warm_cpu_ms": warm["cpu_per_invocation_ms"],
+        "warm_cpu_in_window_p50_ms": percentile(warm["cpu_in_window_ms"], 50),
+        "warm_cpu_system_share": warm.get("system_share"),
+        "peak_rss_mb": max(warm["peak_rss_kib"], *(s["peak_rss_kib"] for s in cold)) * 1024 / 1e6,
+        "size_mb": (size_bytes or 0) / 1e6,
+        "invocations_per_s": warm.get("invocations_per_s"),
     }
-    summary.pop("memory", None)
-    summary.pop("long", None)
-    if results.get("memory"):
-        summary["memory_sizes"] = memory_figures(results["memory"])
-        summary["cost"] = cost(results["memory"], results["settings"].get("ddb_latency_ms", DDB_LATENCY_MS))
-        summary["raw"]["memory_sizes"] = {
-            size: {
-                "cold": data["cold"],
-                "warm_wall_ms": {n: [round(x, 4) for x in w["wall_ms"]] for n, w in data["warm"].items()},
-            }
-            for size, data in results["memory"]["sizes"].items()
+
+
+def _figures(data, subjects):
+    """Per implementation: its cold and warm figures."""
+    return {n: cold_warm_figures(cold, data["warm"][n], subjects[n]["size_bytes"]) for n, cold in data["cold"].items()}
+
+
+def _raw(data):
+    warm = {n: [round(x, 4) for x in w["wall_ms"]] for n, w in data["warm"].items()}
+    return {"cold": data["cold"], "warm_wall_ms": warm}
+
+
+def summarise(results):
+    figures = {transport: _figures(data, results["subjects"]) for transport, data in results["transports"].items()}
+    summary = {k: v for k, v in results.items() if k not in ("transports", "memory", "long")}
+    summary |= {"figures": figures, "ratios": ratios(figures), "targets": targets(figures)}
+    summary["raw"] = {transport: _raw(data) for transport, data in results["transports"].items()}
+    if memory := results.get("memory"):
+        sizes = {
+            size: {k: data.get(k) for k in ("quota_us", "cgroup", "no_quota_reason", "throttled_periods", "periods")}
+            | {"figures": _figures(data, results["subjects"])}
+            for size, data in memory["sizes"].items()
         }
-    if results.get("concurrency"):
-        summary["concurrency"] = concurrency_figures(results["concurrency"])
+        summary["memory_sizes"] = {"transport": memory["transport"], "period_us": memory["period_us"], "sizes": sizes}
+        summary["cost"] = cost(memory, results["settings"].get("ddb_latency_ms", DDB_LATENCY_MS))
+        summary["raw"]["memory_sizes"] = {size: _raw(data) for size, data in memory["sizes"].items()}
+    if concurrency := results.get("concurrency"):
+        summary["concurrency"] = concurrency_figures(concurrency)
         summary["managed_instances_cost"] = managed_instances_cost(summary["concurrency"], summary.get("cost"))
         summary["raw"]["concurrency_wall_ms"] = {
             name: {level: [round(x, 4) for x in r["wall_ms"]] for level, r in levels.items()}
-            for name, levels in results["concurrency"]["subjects"].items()
+            for name, levels in concurrency["subjects"].items()
         }
     if results.get("long"):
         summary["memory_over_time"] = long_figures(results["long"])
@@ -170,9 +178,8 @@ def concurrency_figures(concurrency):
     """Per implementation and concurrency: what one execution environment
     sustains on the machine's cores against the store with a stated latency."""
     out = {k: concurrency[k] for k in ("transport", "store_latency_ms", "vcpus")}
-    out["subjects"] = {}
-    for name, levels in concurrency["subjects"].items():
-        out["subjects"][name] = {
+    out["subjects"] = {
+        name: {
             level: {
                 "invocations": r["invocations"],
                 "creates_per_s": r["creates_per_s"],
@@ -185,6 +192,8 @@ def concurrency_figures(concurrency):
             }
             for level, r in levels.items()
         }
+        for name, levels in concurrency["subjects"].items()
+    }
     return out
 
 
@@ -202,16 +211,17 @@ def managed_instances_cost(concurrency, on_demand):
         for level, f in levels.items():
             per_s = mi["instance_vcpus"] * MANAGED_INSTANCES_CPU_UTILISATION / (f["cpu_per_invocation_ms"] / 1000)
             compute = hour_usd / (3600 * per_s) * 1e6
-            rows.append({
-                "implementation": name,
-                "concurrency": int(level),
-                "cpu_per_invocation_ms": f["cpu_per_invocation_ms"],
-                "creates_per_s_per_instance": per_s,
-                "compute_usd": compute,
-                "usd": compute + mi["request_usd"] * 1e6,
-                "on_demand_128mb_arm64_usd_light": od.get(name, {}).get("arm64_usd_light"),
-                "on_demand_128mb_arm64_usd_busy": od.get(name, {}).get("arm64_usd_busy"),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "implementation": name,
+                    "concurrency": int(level),
+                    "cpu_per_invocation_ms": f["cpu_per_invocation_ms"],
+                    "creates_per_s_per_instance": per_s,
+                    "compute_usd": compute,
+                    "usd": compute + mi["request_usd"] * 1e6,
+                }
+                | {f"on_demand_128mb_arm64_usd_{load}": od.get(name, {}).get(f"arm64_usd_{load}") for load in LOADS}
+            )
     return {
         "rows": rows,
         "prices": mi,
@@ -221,45 +231,7 @@ def managed_instances_cost(concurrency, on_demand):
     }
 
 
-def memory_figures(memory):
-    """Per memory size and implementation: the cold and warm figures under
-    that size's CPU quota, and the rate one instance sustains."""
-    out = {"transport": memory["transport"], "period_us": memory["period_us"], "sizes": {}}
-    for size, data in memory["sizes"].items():
-        figures = {}
-        for name, samples in data["cold"].items():
-            warm = data["warm"][name]
-            walls = warm["wall_ms"]
-            figures[name] = {
-                "init_wall_ms": statistics.median(s["init_wall_ms"] for s in samples),
-                # The process CPU clock: user and kernel time, all threads.
-                "init_cpu_ms": statistics.median(s["init_cpu_ms"] for s in samples),
-                "first_wall_ms": statistics.median(s["first_wall_ms"] for s in samples),
-                "cold_wall_ms": statistics.median(s["cold_wall_ms"] for s in samples),
-                "cold_wall_ms_max": max(s["cold_wall_ms"] for s in samples),
-                "cold_cpu_ms": statistics.median(s["cold_cpu_ms"] for s in samples),
-                "cold_samples": len(samples),
-                **{
-                    f"{key}_median": statistics.median(s[key] for s in samples)
-                    for key in ("init_nr_periods", "init_nr_throttled", "cold_nr_periods", "cold_nr_throttled")
-                    if all(key in s for s in samples)
-                },
-                "warm_invocations": len(walls),
-                "warm_p50_ms": percentile(walls, 50),
-                "warm_p99_ms": percentile(walls, 99),
-                "warm_mean_ms": statistics.fmean(walls),
-                "warm_cpu_ms": warm["cpu_per_invocation_ms"],
-                "invocations_per_s": warm.get("invocations_per_s"),
-            }
-        out["sizes"][size] = {
-            "quota_us": data["quota_us"],
-            "cgroup": data["cgroup"],
-            "no_quota_reason": data.get("no_quota_reason"),
-            "throttled_periods": data.get("throttled_periods"),
-            "periods": data.get("periods"),
-            "figures": figures,
-        }
-    return out
+LOADS = ("light", "busy")
 
 
 def billed_ms(walls, latency_ms):
@@ -281,18 +253,15 @@ def cost(memory, latency_ms):
     API Gateway and DynamoDB are the same for every implementation and
     listed on their own."""
     rows = []
-    for size in COST_MEMORY_MB:
-        data = memory["sizes"].get(str(size))
-        if not data:
-            continue
-        for name, warm in data["warm"].items():
-            billed = billed_ms(warm["wall_ms"], latency_ms)
+    for size in (size for size in COST_MEMORY_MB if str(size) in memory["sizes"]):
+        for name, warm in memory["sizes"][str(size)]["warm"].items():
             row = {"implementation": name, "memory_mb": size}
-            for load, ms in billed.items():
+            for load, ms in billed_ms(warm["wall_ms"], latency_ms).items():
                 row[f"billed_ms_{load}"] = ms
                 for arch, price in PRICES["lambda_gb_second_usd"].items():
-                    compute = 1e6 * ms / 1000 * size / 1024 * price
-                    row[f"{arch}_usd_{load}"] = compute + 1e6 * PRICES["lambda_request_usd"]
+                    row[f"{arch}_usd_{load}"] = (
+                        1e6 * ms / 1000 * size / 1024 * price + 1e6 * PRICES["lambda_request_usd"]
+                    )
             rows.append(row)
     return {
         "per_million_creates": rows,
@@ -310,9 +279,8 @@ def cost(memory, latency_ms):
 def long_figures(long):
     out = {"transport": long["transport"], "subjects": {}}
     for name, data in long["subjects"].items():
-        marks = {c["invocations"]: c for c in data["checkpoints"]}
+        early = next((c for c in data["checkpoints"] if c["invocations"] == 2000), None)
         last = data["checkpoints"][-1]
-        early = marks.get(2000)
         fig = {
             "invocations": data["invocations"],
             "peak_rss_mb_after_2000": early["peak_rss_kib"] * 1024 / 1e6 if early else None,
@@ -323,40 +291,52 @@ def long_figures(long):
             "checkpoints": data["checkpoints"],
         }
         if early and last["invocations"] > 2000:
-            fig["growth_bytes_per_invocation"] = (
-                (last["peak_rss_kib"] - early["peak_rss_kib"]) * 1024 / (last["invocations"] - 2000)
-            )
+            growth = (last["peak_rss_kib"] - early["peak_rss_kib"]) * 1024 / (last["invocations"] - 2000)
+            fig["growth_bytes_per_invocation"] = growth
         out["subjects"][name] = fig
     return out
 
 
 def rust_names(figures):
-    names = next(iter(figures.values()), {})
-    return [n for n in names if n not in PEERS]
+    return [n for n in next(iter(figures.values()), {}) if n not in PEERS]
 
 
 def ratios(figures):
     out = {}
-    keys = [k for k, _ in COLD_METRICS + WARM_METRICS]
     for transport, subjects in figures.items():
-        for rust in rust_names(figures):
-            for peer in PEERS:
-                if peer in subjects and rust in subjects:
-                    out.setdefault(transport, {})[f"{rust}/{peer}"] = {
-                        k: subjects[rust][k] / subjects[peer][k] if subjects[peer][k] else None for k in keys
-                    }
+        for rust, peer in ((r, p) for r in rust_names(figures) for p in PEERS if p in subjects and r in subjects):
+            out.setdefault(transport, {})[f"{rust}/{peer}"] = {
+                k: subjects[rust][k] / subjects[peer][k] if subjects[peer][k] else None
+                for k, _ in COLD_METRICS + WARM_METRICS
+            }
     return out
+
+
+# The issue's targets: (target, figure, divisor of the best peer's figure, unit)
+# against the Python and Node.js peers, then (target, figure, limit, unit).
+PEER_TARGETS = [
+    ("cold total CPU <= 1/10 of the faster peer", "cold_cpu_ms", 10, "ms"),
+    ("warm p50 wall <= the faster peer", "warm_p50_ms", 1, "ms"),
+    ("warm CPU per invocation <= 1/5 of the faster peer", "warm_cpu_ms", 5, "ms"),
+    ("peak RSS <= 1/3 of the smaller peer", "peak_rss_mb", 3, "MB"),
+]
+TARGETS = [
+    ("init wall < 15 ms", "init_wall_ms", 15.0, "ms"),
+    ("peak RSS < 24 MB", "peak_rss_mb", 24.0, "MB"),
+    ("binary < 10 MB", "size_mb", 10.0, "MB"),
+]
 
 
 def targets(figures):
     """The issue's targets, each with the measured value and the limit."""
     out = []
-    https = figures.get("https") or figures.get("http") or {}
     transport = "https" if "https" in figures else "http"
+    subjects = figures.get(transport) or {}
+    peers = [subjects[p] for p in TARGET_PEERS if p in subjects]
+    goals = [(name, key, min(p[key] for p in peers) / div, unit) for name, key, div, unit in PEER_TARGETS if peers]
     for rust in rust_names(figures):
-        f = https[rust]
-
-        def target(name, value, limit, unit, rust=rust):
+        for name, key, limit, unit in goals + TARGETS:
+            value = subjects[rust][key]
             out.append(
                 {
                     "subject": rust,
@@ -369,22 +349,10 @@ def targets(figures):
                     "margin": limit / value if value else None,
                 }
             )
-
-        peers = [p for p in TARGET_PEERS if p in https]
-        if peers:
-            fastest_cold = min(https[p]["cold_cpu_ms"] for p in peers)
-            target("cold total CPU <= 1/10 of the faster peer", f["cold_cpu_ms"], fastest_cold / 10, "ms")
-            target(
-                "warm p50 wall <= the faster peer", f["warm_p50_ms"], min(https[p]["warm_p50_ms"] for p in peers), "ms"
-            )
-            target("warm CPU per invocation <= 1/5 of the faster peer", f["warm_cpu_ms"],
-                   min(https[p]["warm_cpu_ms"] for p in peers) / 5, "ms")  # fmt: skip
-            target("peak RSS <= 1/3 of the smaller peer", f["peak_rss_mb"],
-                   min(https[p]["peak_rss_mb"] for p in peers) / 3, "MB")  # fmt: skip
-        target("init wall < 15 ms", f["init_wall_ms"], 15.0, "ms")
-        target("peak RSS < 24 MB", f["peak_rss_mb"], 24.0, "MB")
-        target("binary < 10 MB", f["size_mb"], 10.0, "MB")
     return out
+
+
+# ---- Markdown ---------------------------------------------------------------
 
 
 def _fmt(value):
@@ -399,194 +367,176 @@ def _fmt(value):
     return f"{value:.3f}"
 
 
+def _table(header, align, rows):
+    """A Markdown table: `header` cells, `align` one letter a column (l, r,
+    c), then `rows` of cells; a blank line after it."""
+    separator = "|" + "|".join({"l": "---", "r": "---:", "c": ":---:"}[a] for a in align) + "|"
+    return [
+        "| " + " | ".join(header) + " |",
+        separator,
+        *("| " + " | ".join(map(str, cells)) + " |" for cells in rows),
+        "",
+    ]
+
+
+def _section(title, header, align, rows, note=None):
+    """A titled table, and its note."""
+    return [title, ""] + _table(header.split(" | "), align, rows) + ([note, ""] if note else [])
+
+
 def markdown(summary):
-    lines = []
-    m = summary["machine"]
-    lines.append(
+    m, settings = summary["machine"], summary["settings"]
+    lines = [
         f"Machine: {m['cpus']} vCPU {m['arch']} ({m['cpu_model']}), {m['memory_gib']} GiB, {m['os']}; "
         f"{m['rustc']}, Python {m['python']}, Node.js {m['node']}, {m['java']} (DynamoDB Local). "
         f"Run {summary['started_utc']}, {summary['duration_s']} s; load average before "
-        f"{summary['load']['before'][0]:.2f}. Cold: median of {summary['settings']['cold']} fresh processes "
-        f"(min–max in results.json); warm: {summary['settings']['warm']} sequential invocations after the first."
-    )
-    lines.append("")
+        f"{summary['load']['before'][0]:.2f}. Cold: median of {settings['cold']} fresh processes "
+        f"(min–max in results.json); warm: {settings['warm']} sequential invocations after the first.",
+        "",
+    ]
+    rusts = rust_names(summary["figures"])
     for transport, subjects in summary["figures"].items():
         names = list(subjects)
-        ratio_cols = [(r, p) for r in rust_names(summary["figures"]) for p in PEERS if p in names]
-        ratio_cols = ratio_cols if len(rust_names(summary["figures"])) == 1 else []
-        header = ["DynamoDB Local over " + transport.upper()] + names + [f"{r} / {p}" for r, p in ratio_cols]
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|---" + "|---:" * (len(header) - 1) + "|")
+        ratio_cols = [(r, p) for r in rusts for p in PEERS if p in names] if len(rusts) == 1 else []
+        rows = []
         for key, label in COLD_METRICS + WARM_METRICS:
-            row = [label] + [_fmt(subjects[n][key]) for n in names]
-            for r, p in ratio_cols:
-                value = summary["ratios"][transport][f"{r}/{p}"][key]
-                row.append("–" if value is None else f"{value:.2f}×" if value >= 0.1 else f"{value:.3f}×")
-            lines.append("| " + " | ".join(row) + " |")
-        lines.append("")
+            ratio = [summary["ratios"][transport][f"{r}/{p}"][key] for r, p in ratio_cols]
+            ratio = ["–" if v is None else f"{v:.2f}×" if v >= 0.1 else f"{v:.3f}×" for v in ratio]
+            rows.append([label] + [_fmt(subjects[n][key]) for n in names] + ratio)
+        header = ["DynamoDB Local over " + transport.upper()] + names + [f"{r} / {p}" for r, p in ratio_cols]
+        lines += _table(header, "l" + "r" * (len(header) - 1), rows)
     if summary["targets"]:
-        lines.append("| target | measured | limit | met |")
-        lines.append("|---|---:|---:|:---:|")
-        for t in summary["targets"]:
-            subject = "" if len(rust_names(summary["figures"])) == 1 else f"{t['subject']}: "
-            lines.append(
-                f"| {subject}{t['target']} ({t['transport'].upper()}) | {_fmt(t['value'])} {t['unit']} "
-                f"| {_fmt(t['limit'])} {t['unit']} | {'yes' if t['met'] else '**no**'} |"
-            )
-        lines.append("")
-    if summary.get("memory_sizes"):
-        lines += memory_markdown(summary["memory_sizes"])
-    if summary.get("concurrency"):
-        lines += concurrency_markdown(summary["concurrency"])
-    if summary.get("memory_over_time"):
-        lines += long_markdown(summary["memory_over_time"])
-    if summary.get("cost"):
-        lines += cost_markdown(summary["cost"])
-    if summary.get("managed_instances_cost"):
-        lines += managed_instances_markdown(summary["managed_instances_cost"])
+        rows = [
+            [
+                f"{'' if len(rusts) == 1 else t['subject'] + ': '}{t['target']} ({t['transport'].upper()})",
+                f"{_fmt(t['value'])} {t['unit']}",
+                f"{_fmt(t['limit'])} {t['unit']}",
+                "yes" if t["met"] else "**no**",
+            ]
+            for t in summary["targets"]
+        ]
+        lines += _table(["target", "measured", "limit", "met"], "lrrc", rows)
+    for key, section in (
+        ("memory_sizes", memory_markdown),
+        ("concurrency", concurrency_markdown),
+        ("memory_over_time", long_markdown),
+        ("cost", cost_markdown),
+        ("managed_instances_cost", managed_instances_markdown),
+    ):
+        if summary.get(key):
+            lines += section(summary[key])
     return "\n".join(lines)
 
 
 def memory_markdown(memory):
-    lines = [
-        f"### At Lambda's memory sizes (a CPU quota per size, DynamoDB Local over {memory['transport'].upper()})",
-        "",
-    ]
-    lines.append(
-        "| memory | CPU quota | implementation | init, wall (ms) | init, CPU (ms) | first invocation, wall (ms) "
-        "| **cold total, wall (ms)** | cold total, CPU (ms) | quota periods, init / cold total (throttled) "
-        "| warm p50 (ms) | **warm p99 (ms)** | warm CPU (ms) | sustained invocations/s |"
-    )
-    lines.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
     for size, data in memory["sizes"].items():
-        share = (
-            f"{data['quota_us'] / memory['period_us']:.1%} (cgroup {data['cgroup']})" if data["quota_us"] else "none"
-        )
+        share = "none"
+        if data["quota_us"]:
+            share = f"{data['quota_us'] / memory['period_us']:.1%} (cgroup {data['cgroup']})"
         for name, f in data["figures"].items():
             periods = "–"
             if "cold_nr_periods_median" in f:
-                periods = (f"{f['init_nr_periods_median']:g} / {f['cold_nr_periods_median']:g} "
-                           f"({f['init_nr_throttled_median']:g} / {f['cold_nr_throttled_median']:g})")  # fmt: skip
-            lines.append(
-                f"| {size} MB | {share} | {name} | {_fmt(f['init_wall_ms'])} | {_fmt(f.get('init_cpu_ms'))} "
-                f"| {_fmt(f['first_wall_ms'])} | {_fmt(f['cold_wall_ms'])} | {_fmt(f['cold_cpu_ms'])} | {periods} "
-                f"| {_fmt(f['warm_p50_ms'])} | {_fmt(f['warm_p99_ms'])} "
-                f"| {_fmt(f['warm_cpu_ms'])} | {_fmt(f['invocations_per_s'])} |"
-            )
-    lines.append("")
-    lines.append(
+                periods = "{init_nr_periods_median:g} / {cold_nr_periods_median:g} ".format(**f)
+                periods += "({init_nr_throttled_median:g} / {cold_nr_throttled_median:g})".format(**f)
+            cold = [
+                _fmt(f.get(k)) for k in ("init_wall_ms", "init_cpu_ms", "first_wall_ms", "cold_wall_ms", "cold_cpu_ms")
+            ]
+            warm = [_fmt(f.get(k)) for k in ("warm_p50_ms", "warm_p99_ms", "warm_cpu_ms", "invocations_per_s")]
+            rows.append([f"{size} MB", share, name, *cold, periods, *warm])
+    return _section(
+        f"### At Lambda's memory sizes (a CPU quota per size, DynamoDB Local over {memory['transport'].upper()})",
+        "memory | CPU quota | implementation | init, wall (ms) | init, CPU (ms) | first invocation, wall (ms) "
+        "| **cold total, wall (ms)** | cold total, CPU (ms) | quota periods, init / cold total (throttled) "
+        "| warm p50 (ms) | **warm p99 (ms)** | warm CPU (ms) | sustained invocations/s",
+        "rrl" + "r" * 10,
+        rows,
         "CPU: the process's CPU clock (user and kernel time, all threads), read from outside the process. Quota "
         "periods: the medians of how many CFS periods the cgroup's `cpu.stat` counted from exec to the first GET "
-        "/next (init) and to the first answer (cold total), and in how many of them the quota ran out."
+        "/next (init) and to the first answer (cold total), and in how many of them the quota ran out.",
     )
-    lines.append("")
-    return lines
 
 
 def concurrency_markdown(c):
-    lines = [
-        (
-            f"### Throughput per execution environment (AWS_LAMBDA_MAX_CONCURRENCY; DynamoDB Local over "
-            f"{c['transport'].upper()} behind {c['store_latency_ms']:g} ms per request; {c['vcpus']} vCPU, no quota)"
-        ),
-        "",
-        (
-            "| implementation | concurrency | **creates/s** | p50 (ms) | **p99 (ms)** | **CPU per invocation (ms)** "
-            "| peak RSS (MB) | CPU share of the machine: function / all processes / emulator / store proxy "
-            "/ DynamoDB Local |"
-        ),
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+    rows = [
+        [
+            name,
+            level,
+            *(_fmt(f[k]) for k in ("creates_per_s", "p50_ms", "p99_ms", "cpu_per_invocation_ms", "peak_rss_mb")),
+        ]
+        + [" / ".join(f"{v:.0%}" for v in f["cpu_share_of_machine"].values())]
+        for name, levels in c["subjects"].items()
+        for level, f in levels.items()
     ]
-    for name, levels in c["subjects"].items():
-        for level, f in levels.items():
-            shares = " / ".join(f"{v:.0%}" for v in f["cpu_share_of_machine"].values())
-            lines.append(
-                f"| {name} | {level} | {_fmt(f['creates_per_s'])} | {_fmt(f['p50_ms'])} | {_fmt(f['p99_ms'])} "
-                f"| {_fmt(f['cpu_per_invocation_ms'])} | {_fmt(f['peak_rss_mb'])} | {shares} |"
-            )
-    lines.append("")
-    lines.append(
+    return _section(
+        f"### Throughput per execution environment (AWS_LAMBDA_MAX_CONCURRENCY; DynamoDB Local over "
+        f"{c['transport'].upper()} behind {c['store_latency_ms']:g} ms per request; {c['vcpus']} vCPU, no quota)",
+        "implementation | concurrency | **creates/s** | p50 (ms) | **p99 (ms)** | **CPU per invocation (ms)** "
+        "| peak RSS (MB) | CPU share of the machine: function / all processes / emulator / store proxy "
+        "/ DynamoDB Local",
+        "lrrrrrrl",
+        rows,
         "One process per row, given the concurrency as Lambda Managed Instances does; the emulator keeps that many "
         "creates in flight (a closed loop). CPU share: of all the machine's vCPUs over the window, for the function, "
         "for every process on the machine together (other work included), and for the harness's parts; where the "
         "machine is near 100 %, the rate is the machine's limit, not the function's, and CPU per invocation is the "
-        "figure that carries over."
+        "figure that carries over.",
     )
-    lines.append("")
-    return lines
 
 
 def managed_instances_markdown(mi):
     p = mi["prices"]
-    lines = [
-        f"### What a million creates cost on Lambda Managed Instances ({p['instance_type']}, prices {p['as_of']})",
-        "",
-        (
-            f"| implementation | concurrency measured | CPU per create (ms) | creates/s per {p['instance_type']} "
-            "| instance + fee (USD) | **total with requests (USD)** | on demand, 128 MB arm64, light / busy (USD) |"
-        ),
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
+    rows = []
     for r in mi["rows"]:
-        od = "–"
-        if r["on_demand_128mb_arm64_usd_light"] is not None:
-            od = f"{r['on_demand_128mb_arm64_usd_light']:.3f} / {r['on_demand_128mb_arm64_usd_busy']:.3f}"
-        lines.append(
-            f"| {r['implementation']} | {r['concurrency']} | {_fmt(r['cpu_per_invocation_ms'])} "
-            f"| {r['creates_per_s_per_instance']:,.0f} | {r['compute_usd']:.4f} | {r['usd']:.3f} | {od} |"
+        light, busy = r["on_demand_128mb_arm64_usd_light"], r["on_demand_128mb_arm64_usd_busy"]
+        rows.append(
+            [r["implementation"], r["concurrency"], _fmt(r["cpu_per_invocation_ms"])]
+            + [f"{r['creates_per_s_per_instance']:,.0f}", f"{r['compute_usd']:.4f}", f"{r['usd']:.3f}"]
+            + ["–" if light is None else f"{light:.3f} / {busy:.3f}"]
         )
-    lines.append("")
-    lines.append(
+    return _section(
+        f"### What a million creates cost on Lambda Managed Instances ({p['instance_type']}, prices {p['as_of']})",
+        f"implementation | concurrency measured | CPU per create (ms) | creates/s per {p['instance_type']} "
+        "| instance + fee (USD) | **total with requests (USD)** | on demand, 128 MB arm64, light / busy (USD)",
+        "l" + "r" * 6,
+        rows,
         f"Per million creates at steady load: the {p['instance_type']} on-demand price ({p['instance_hour_usd']} USD "
         f"an hour, {p['instance_vcpus']} vCPU) plus the {p['management_fee']:.0%} management fee, over the creates "
         f"its vCPUs hold at {mi['cpu_utilisation']:.0%} average CPU utilisation with the measured CPU per create, "
         f"plus {p['request_usd'] * 1e6:.2f} USD of requests. Whatever the load, a capacity provider keeps "
         f"{p['minimum_instances']} instances: {mi['floor_usd_per_month']:,.0f} USD a month. CPU per create is "
-        f"measured on this machine's x86_64 cores, not Graviton3's. Sources: {mi['source']}."
+        f"measured on this machine's x86_64 cores, not Graviton3's. Sources: {mi['source']}.",
     )
-    lines.append("")
-    return lines
 
 
 def long_markdown(long):
-    lines = [
-        (
-            "### Memory over time (one process, warm invocations back to back, DynamoDB Local over "
-            f"{long['transport'].upper()})"
-        ),
-        "",
+    rows = [
+        [name, _fmt(f["peak_rss_mb_after_2000"]), _fmt(f["peak_rss_mb_at_end"]), f"{f['invocations']:,}"]
+        + ["–" if f.get("growth_bytes_per_invocation") is None else f"{f['growth_bytes_per_invocation']:.1f}"]
+        for name, f in long["subjects"].items()
     ]
-    lines.append(
-        "| implementation | peak RSS after 2,000 (MB) | peak RSS after N (MB) | N | growth per invocation (bytes) |"
+    return _section(
+        "### Memory over time (one process, warm invocations back to back, DynamoDB Local over "
+        f"{long['transport'].upper()})",
+        "implementation | peak RSS after 2,000 (MB) | peak RSS after N (MB) | N | growth per invocation (bytes)",
+        "lrrrr",
+        rows,
     )
-    lines.append("|---|---:|---:|---:|---:|")
-    for name, f in long["subjects"].items():
-        growth = f.get("growth_bytes_per_invocation")
-        lines.append(
-            f"| {name} | {_fmt(f['peak_rss_mb_after_2000'])} | {_fmt(f['peak_rss_mb_at_end'])} | {f['invocations']:,} "
-            f"| {'–' if growth is None else f'{growth:.1f}'} |"
-        )
-    lines.append("")
-    return lines
 
 
 def cost_markdown(cost):
     p = cost["prices"]
-    lines = [f"### What a million creates cost ({p['region']}, prices as of {p['as_of']})", ""]
-    lines.append(
-        "| implementation | memory | billed ms, light | billed ms, busy | **arm64, light (USD)** | arm64, busy (USD) "
-        "| x86_64, light (USD) | x86_64, busy (USD) |"
-    )
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for row in cost["per_million_creates"]:
-        lines.append(
-            f"| {row['implementation']} | {row['memory_mb']} MB | {row['billed_ms_light']} "
-            f"| {_fmt(row['billed_ms_busy'])} "
-            f"| {row['arm64_usd_light']:.3f} | {row['arm64_usd_busy']:.3f} "
-            f"| {row['x86_64_usd_light']:.3f} | {row['x86_64_usd_busy']:.3f} |"
-        )
-    lines.append("")
-    lines.append(
+    rows = [
+        [row["implementation"], f"{row['memory_mb']} MB", row["billed_ms_light"], _fmt(row["billed_ms_busy"])]
+        + [f"{row[f'{arch}_usd_{load}']:.3f}" for arch in ("arm64", "x86_64") for load in LOADS]
+        for row in cost["per_million_creates"]
+    ]
+    return _section(
+        f"### What a million creates cost ({p['region']}, prices as of {p['as_of']})",
+        "implementation | memory | billed ms, light | billed ms, busy | **arm64, light (USD)** | arm64, busy (USD) "
+        "| x86_64, light (USD) | x86_64, busy (USD)",
+        "l" + "r" * 7,
+        rows,
         f"Lambda compute (billed duration × memory × {p['lambda_gb_second_usd']['arm64']} USD per GB-second on arm64, "
         f"{p['lambda_gb_second_usd']['x86_64']} on x86_64) plus {p['lambda_request_usd'] * 1e6:.2f} USD of requests, "
         f"per million creates. The same for every implementation, not included: API Gateway HTTP API "
@@ -595,11 +545,11 @@ def cost_markdown(cost):
         f"for DynamoDB in-region ({cost['ddb_latency_source']}), rounded up to 1 ms; *light*: the median invocation "
         f"(an instance with requests now and then, each finding its CPU budget unspent); *busy*: the mean of "
         f"back-to-back invocations (an instance kept busy, whose invocations now and then wait for the next "
-        f"quota period). Sources: " + "; ".join(v for k, v in p["sources"].items() if k != "managed_instances") + "."
+        f"quota period). Sources: " + "; ".join(v for k, v in p["sources"].items() if k != "managed_instances") + ".",
     )
-    lines.append("")
-    return lines
 
+
+# ---- charts -------------------------------------------------------------------
 
 COLOURS = {"rust": "#b7410e", "idiomatic": "#d9822b", "python": "#3572a5", "node": "#5fa04e"}
 FALLBACK = ["#b7410e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
@@ -608,25 +558,20 @@ FALLBACK = ["#b7410e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 def write_charts(summary, out):
     """The charts as SVG (for the README) and PNG (to look at), with
     matplotlib; returns the file names written."""
-    try:
-        import matplotlib
-    except ImportError:
-        print("no charts: matplotlib is not installed (make tools-deploy installs it)", file=sys.stderr)
-        return []
+    import matplotlib
+
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "plant-store-bench"  # stable ids: an unchanged chart, an unchanged file
-    charts = {"chart": chart}
-    if summary.get("memory_sizes"):
-        charts["lambda"] = lambda_chart
-    if summary.get("concurrency"):
-        charts["concurrency"] = concurrency_chart
-    written = []
+    charts = {"chart": chart, "lambda": lambda_chart, "concurrency": concurrency_chart}
+    charts = {name: draw for name, draw in charts.items() if name == "chart" or summary.get(CHART_NEEDS[name])}
     for name, draw in charts.items():
         figure = draw(summary)
         figure.savefig(os.path.join(out, f"{name}.svg"), metadata={"Date": None})
         figure.savefig(os.path.join(out, f"{name}.png"), dpi=100)
-        written += [f"{name}.svg", f"{name}.png"]
-    return written
+    return [f"{name}.{kind}" for name in charts for kind in ("svg", "png")]
+
+
+CHART_NEEDS = {"lambda": "memory_sizes", "concurrency": "concurrency"}
 
 
 def _bars(title, subtitle, panels, names):
@@ -729,3 +674,33 @@ def concurrency_chart(summary):
         ],
         list(c["subjects"]),
     )  # fmt: skip
+
+
+def write(summary, out, results_json=True):
+    """results.json (unless `results_json` is false), results.md and the
+    charts into `out`; the Markdown also to stdout."""
+    os.makedirs(out, exist_ok=True)
+    if results_json:
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+            f.write("\n")
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(markdown(summary))
+    charts = write_charts(summary, out)
+    print(markdown(summary))
+    written = ", ".join(["results.json"] * results_json + ["results.md", *charts])
+    print(f"wrote {written} to {os.path.relpath(out)}", file=sys.stderr, flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", help="a results.json that bench/run.py wrote")
+    parser.add_argument("--out", help="where results.md and the charts go (default: beside the results.json)")
+    args = parser.parse_args(argv)
+    with open(args.results) as f:
+        summary = json.load(f)
+    write(summary, args.out or os.path.dirname(os.path.abspath(args.results)), results_json=False)
+
+
+if __name__ == "__main__":
+    main()

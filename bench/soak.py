@@ -26,99 +26,51 @@ Runs under the tool venv's Python (boto3 for DynamoDB Local). Figures and method
 """
 
 import argparse
-import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+from run import Events, Run, build_rust, check_answers, check_created, fail, log, rust_subject
 
-import ddb  # noqa: E402
-from emulator import FunctionDied, FunctionProcess, ProtocolError  # noqa: E402
-from run import Events, Subject, answer_problems, check_created  # noqa: E402
+BASELINE = 2_000  # the invocation growth is measured from
 
 
-def log(message):
-    print(message, file=sys.stderr, flush=True)
-
-
-def memory_kib(pid):
-    """(VmHWM, VmRSS) of `pid`, in KiB."""
-    values = {}
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            key, _, rest = line.partition(":")
-            if key in ("VmHWM", "VmRSS"):
-                values[key] = int(rest.split()[0])
-    return values["VmHWM"], values["VmRSS"]
-
-
-def build(profile):
-    args = ["cargo", "build", "--bin", "plant-store"] + (["--release"] if profile == "release" else [])
-    log("building: " + " ".join(args))
-    subprocess.run(args, cwd=REPO, check=True)
-    return os.path.join(REPO, "target", profile, "plant-store")
-
-
-def soak(binary, invocations, baseline, checkpoints, scratch, concurrency=1):
+def soak(binary, invocations, checkpoints, scratch, concurrency=1):
     """Runs the soak; returns the checkpoints as dicts."""
-    subject = Subject("rust", "rust", [os.path.abspath(binary)])
-    with ddb.DynamoDBLocal(REPO, os.path.join(scratch, "dynamodb-local.log")) as local:
-        client = local.client()
-        table = "soak"
-        client.create_table(table)
-        # As deployed: the CA bundle file, over plain HTTP to DynamoDB Local.
-        env = subject.environment("http", local.endpoint, None, table)
-        if concurrency > 1:
-            env["AWS_LAMBDA_MAX_CONCURRENCY"] = str(concurrency)
-        fn = FunctionProcess(subject.argv, env, os.path.join(scratch, "function.log"))
-        events = Events(start=1)
-        marks = sorted({baseline, invocations, *range(0, invocations + 1, max(1, invocations // checkpoints))} - {0})
-        rows = []
-        started = time.monotonic()
-        try:
+    # As deployed: the CA bundle file, over plain HTTP to DynamoDB Local.
+    subject = rust_subject("rust", binary)
+    if concurrency > 1:
+        subject.env["AWS_LAMBDA_MAX_CONCURRENCY"] = str(concurrency)
+    events = Events(start=1)
+    marks = sorted({BASELINE, invocations, *range(0, invocations + 1, max(1, invocations // checkpoints))} - {0})
+    rows, done = [], 0
+    with Run(scratch, {"http"}) as run:
+        table = run.table(subject, "http")
+        with run.function(subject, "http", " during the soak", table=table) as fn:
             fn.start()
             try:
                 fn.api.wait_next(timeout=10, count=concurrency)
             except TimeoutError:
-                parked = len(fn.api.parked)
-                raise SystemExit(f"error: the function parked {parked} of {concurrency} GET /next at once") from None
-            done = 0
+                fail(f"the function parked {len(fn.api.parked)} of {concurrency} GET /next at once")
             for n in marks:
                 if concurrency == 1:
                     for _ in range(n - done):
                         check_created(subject, fn.invoke(events.create())[0])
                 else:
-                    answers = fn.serve((events.create() for _ in range(n - done)), concurrency)
-                    if problems := answer_problems(answers):
-                        raise SystemExit(f"error: {problems[0]} (and {len(problems) - 1} more)")
+                    check_answers(subject, fn.serve((events.create() for _ in range(n - done)), concurrency))
                 done = n
                 fn.api.wait_next(count=concurrency)  # every worker idle in GET /next, as between invocations
-                hwm, rss = memory_kib(fn.proc.pid)
-                rows.append({"invocation": n, "peak_rss_kib": hwm, "rss_kib": rss,
-                             "elapsed_s": round(time.monotonic() - started, 1)})  # fmt: skip
+                hwm, rss = fn.kib(), fn.kib("VmRSS")
+                rows.append({"invocation": n, "peak_rss_kib": hwm, "rss_kib": rss})
                 log(f"  {n:>9,} invocations: peak RSS {hwm / 1024:7.2f} MB, RSS {rss / 1024:7.2f} MB")
-        except (FunctionDied, TimeoutError, ProtocolError) as err:
-            raise SystemExit(f"error: the function failed during the soak: {err}; see {fn.log_path}") from err
-        finally:
-            fn.stop()
-        stored = client.count(table)
-        if stored != invocations:
-            raise SystemExit(f"error: {invocations} creates answered 200 but the table holds {stored} items")
+        if (stored := run.ddb.count(table)) != invocations:
+            fail(f"{invocations} creates answered 200 but the table holds {stored} items")
     return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--invocations", type=int, default=200_000, help="warm invocations (default 200,000)")
-    parser.add_argument(
-        "--baseline", type=int, default=2_000, help="the invocation growth is measured from (default 2,000)"
-    )
     parser.add_argument(
         "--max-growth-mb", type=float, default=1.0, help="largest accepted peak-RSS growth, MB (default 1.0)"
     )
@@ -130,49 +82,28 @@ def main(argv=None):
     parser.add_argument(
         "--concurrency", type=int, default=1, help="invocations in flight (AWS_LAMBDA_MAX_CONCURRENCY; default 1)"
     )
-    parser.add_argument("--json", help="write the checkpoints and the verdict here")
     args = parser.parse_args(argv)
-    if not 0 < args.baseline < args.invocations:
-        parser.error("--baseline must be between 0 and --invocations")
+    if args.invocations <= BASELINE:
+        parser.error(f"--invocations must be more than the baseline, {BASELINE:,}")
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
     if shutil.which("java") is None:
-        raise SystemExit("error: java is needed for DynamoDB Local: install a Java 17+ runtime")
+        fail("java is needed for DynamoDB Local: install a Java 17+ runtime")
 
-    binary = args.binary or build(args.profile)
-    scratch = tempfile.mkdtemp(prefix="plant-store-soak-")
-    try:
-        at_once = f", {args.concurrency} at once" if args.concurrency > 1 else ""
-        log(f"soak: {args.invocations:,} invocations{at_once}, each with a fresh trace id and a new plant")
-        rows = soak(binary, args.invocations, args.baseline, args.checkpoints, scratch, args.concurrency)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-    base = next(row for row in rows if row["invocation"] == args.baseline)
-    last = rows[-1]
-    growth_mb = (last["peak_rss_kib"] - base["peak_rss_kib"]) / 1024
-    per_invocation = (last["peak_rss_kib"] - base["peak_rss_kib"]) * 1024 / (last["invocation"] - base["invocation"])
-    ok = growth_mb <= args.max_growth_mb
-    verdict = {
-        "invocations": args.invocations,
-        "concurrency": args.concurrency,
-        "baseline": args.baseline,
-        "peak_rss_at_baseline_mb": round(base["peak_rss_kib"] / 1024, 2),
-        "peak_rss_at_end_mb": round(last["peak_rss_kib"] / 1024, 2),
-        "growth_mb": round(growth_mb, 3),
-        "bytes_per_invocation": round(per_invocation, 1),
-        "max_growth_mb": args.max_growth_mb,
-        "ok": ok,
-        "checkpoints": rows,
-    }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(verdict, f, indent=1)
-            f.write("\n")
+    binary = args.binary or build_rust(args.profile)
+    at_once = f", {args.concurrency} at once" if args.concurrency > 1 else ""
+    log(f"soak: {args.invocations:,} invocations{at_once}, each with a fresh trace id and a new plant")
+    with tempfile.TemporaryDirectory(prefix="plant-store-soak-") as scratch:
+        rows = soak(binary, args.invocations, args.checkpoints, scratch, args.concurrency)
+    base = next(row["peak_rss_kib"] for row in rows if row["invocation"] == BASELINE)
+    growth_kib = rows[-1]["peak_rss_kib"] - base
+    ok = growth_kib / 1024 <= args.max_growth_mb
+    end = rows[-1]["peak_rss_kib"]
     print(
-        f"soak{at_once}: {'ok  ' if ok else 'FAIL'} peak RSS {verdict['peak_rss_at_baseline_mb']} MB at invocation "
-        f"{args.baseline:,}, {verdict['peak_rss_at_end_mb']} MB at {args.invocations:,}: grew {growth_mb:.3f} MB "
-        f"({per_invocation:.1f} bytes per invocation; bound {args.max_growth_mb} MB)",
+        f"soak{at_once}: {'ok  ' if ok else 'FAIL'} peak RSS {round(base / 1024, 2)} MB at invocation {BASELINE:,}, "
+        f"{round(end / 1024, 2)} MB at {args.invocations:,}: grew {growth_kib / 1024:.3f} MB "
+        f"({growth_kib * 1024 / (args.invocations - BASELINE):.1f} bytes per invocation; "
+        f"bound {args.max_growth_mb} MB)",
         flush=True,
     )
     return 0 if ok else 1
