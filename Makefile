@@ -52,7 +52,6 @@ STAMP_LINT    := $(LINT_VENV)/$(call req_stamp,$(REQ_LINT))
 # Every dependency is in the file with its hashes, so pip resolves nothing.
 PIP_INSTALL   := -m pip install --quiet --disable-pip-version-check --no-input --require-hashes --no-deps --only-binary :all: -r
 # The Python that `make lint` checks with ruff (settings in pyproject.toml).
-# bench/ joins once it passes: `ruff check bench` lists what it still lacks.
 RUFF_PATHS    := scripts tests/contract bench
 # What `make lint-ci` checks.
 CI_WORKFLOWS  := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
