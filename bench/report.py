@@ -26,27 +26,18 @@ PEERS = ("python", "node", "idiomatic")
 TARGET_PEERS = ("python", "node")
 
 # ---- prices: dated constants, in one place ----------------------------------
-# us-east-1, on-demand, no free tier, read 2026-11-22. Lambda: the AWS Lambda
-# pricing page (aws.amazon.com/lambda/pricing), whose rates are quoted as
-# $0.0000166667 (x86_64) and $0.0000133334 (arm64) per GB-second for the first
-# 6 / 7.5 billion GB-seconds a month and $0.20 per million requests (e.g. in
-# artillery 2.0.28's lib/platform/aws-lambda/prices.js and a cost guide dated
-# 2026-05-11); billed duration is rounded up to the millisecond. API Gateway
-# HTTP API: $1.00 per million requests for the first 300 million a month
-# (aws.amazon.com/api-gateway/pricing, as quoted 2025-05-19). DynamoDB
-# on-demand: $0.625 per million write request units since the price cut of
-# November 2024 (aws.amazon.com/dynamodb/pricing/on-demand, as quoted
-# 2025-07-21); one create of an item under 1 KB is one write request unit.
-#
-# Lambda Managed Instances (read 2026-11-23): requests $0.20 per million and a
-# compute management fee of 15 % on top of the EC2 on-demand price of the
-# instances the capacity provider runs, no duration charge (the Lambda
-# pricing page, aws.amazon.com/lambda/pricing, "Lambda Managed Instances",
-# as transcribed from it on 2026-09-20). The instance: m7g.large (Graviton3,
-# 2 vCPU, 8 GiB), Linux on demand in us-east-1, $0.0816 an hour
-# (aws.amazon.com/ec2/pricing/on-demand, as quoted for June 2026). A
-# capacity provider keeps three instances by default (one per availability
-# zone), whatever the load: the floor below.
+# us-east-1, on demand, no free tier; the rates below, the pages they come from
+# in "sources". Lambda (read 2026-11-22; the rates as quoted e.g. in artillery
+# 2.0.28's lib/platform/aws-lambda/prices.js and a cost guide dated 2026-05-11):
+# per GB-second for the first 6 (x86_64) / 7.5 (arm64) billion GB-seconds a
+# month, billed duration rounded up to the millisecond. API Gateway HTTP API as
+# quoted 2025-05-19, DynamoDB on demand as quoted 2025-07-21 (one create of an
+# item under 1 KB is one write request unit). Lambda Managed Instances (read
+# 2026-11-23; the Lambda pricing page as transcribed 2026-09-20): requests and
+# a management fee on the EC2 on-demand price of the capacity provider's
+# instances, no duration charge; m7g.large (Graviton3, 2 vCPU, 8 GiB), Linux,
+# as quoted for June 2026. A capacity provider keeps three instances by
+# default (one per availability zone), whatever the load: the floor below.
 PRICES = {
     "as_of": "2026-11-22",
     "region": "us-east-1",
@@ -87,25 +78,9 @@ DDB_LATENCY_SOURCE = (
     'AWS: DynamoDB delivers "single-digit millisecond performance at any scale" (aws.amazon.com/dynamodb)'
 )
 
-COLD_METRICS = [
-    ("init_wall_ms", "init, wall (ms)"),
-    ("init_cpu_ms", "init, CPU (ms)"),
-    ("first_wall_ms", "first invocation, wall (ms)"),
-    ("first_cpu_ms", "first invocation, CPU (ms)"),
-    ("cold_wall_ms", "**cold total, wall (ms)**"),
-    ("cold_cpu_ms", "**cold total, CPU (ms)**"),
-]
-WARM_METRICS = [
-    ("warm_p50_ms", "warm p50, wall (ms)"),
-    ("warm_p90_ms", "warm p90, wall (ms)"),
-    ("warm_p99_ms", "**warm p99, wall (ms)**"),
-    ("warm_max_ms", "warm max, wall (ms)"),
-    ("warm_cpu_ms", "**warm CPU per invocation (ms)**"),
-    ("peak_rss_mb", "**peak RSS (MB)**"),
-    ("size_mb", "size on disk (MB)"),
-]
-
-
+# The figures of each implementation's cold starts and warm run (their labels: bench/results.md.j2).
+COLD_METRICS = ("init_wall_ms", "init_cpu_ms", "first_wall_ms", "first_cpu_ms", "cold_wall_ms", "cold_cpu_ms")
+WARM_METRICS = ("warm_p50_ms", "warm_p90_ms", "warm_p99_ms", "warm_max_ms", "warm_cpu_ms", "peak_rss_mb", "size_mb")
 PERIODS = ("init_nr_periods", "init_nr_throttled", "cold_nr_periods", "cold_nr_throttled")
 
 
@@ -120,7 +95,7 @@ def cold_warm_figures(cold, warm, size_bytes):
     """One implementation's cold starts (median, min and max of each metric;
     the medians of the CPU quota periods where counted) and warm run."""
     fig = {}
-    for key, _ in COLD_METRICS:
+    for key in COLD_METRICS:
         values = [s[key] for s in cold]
         fig |= {key: median(values), key + "_min": min(values), key + "_max": max(values)}
     fig["cold_samples"] = len(cold)
@@ -311,7 +286,7 @@ def ratios(figures):
         for rust, peer in ((r, p) for r in rust_names(figures) for p in PEERS if p in subjects and r in subjects):
             out.setdefault(transport, {})[f"{rust}/{peer}"] = {
                 k: subjects[rust][k] / subjects[peer][k] if subjects[peer][k] else None
-                for k, _ in COLD_METRICS + WARM_METRICS
+                for k in COLD_METRICS + WARM_METRICS
             }
     return out
 
@@ -382,9 +357,7 @@ def markdown(summary):
     )
     env.filters |= {"fmt": _fmt, "ratio": _ratio}
     template = env.get_template("results.md.j2")
-    return template.render(
-        summary, peers=PEERS, rusts=rust_names(summary["figures"]), metrics=COLD_METRICS + WARM_METRICS
-    )
+    return template.render(summary, peers=PEERS, rusts=rust_names(summary["figures"]))
 
 
 # ---- charts -------------------------------------------------------------------
