@@ -15,6 +15,10 @@ import statistics
 import sys
 from statistics import median
 
+import jinja2
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 # The implementations plant-store is compared with: the two managed
 # runtimes' SDKs, and Rust written the way the runtime's examples are.
 PEERS = ("python", "node", "idiomatic")
@@ -22,27 +26,18 @@ PEERS = ("python", "node", "idiomatic")
 TARGET_PEERS = ("python", "node")
 
 # ---- prices: dated constants, in one place ----------------------------------
-# us-east-1, on-demand, no free tier, read 2026-11-22. Lambda: the AWS Lambda
-# pricing page (aws.amazon.com/lambda/pricing), whose rates are quoted as
-# $0.0000166667 (x86_64) and $0.0000133334 (arm64) per GB-second for the first
-# 6 / 7.5 billion GB-seconds a month and $0.20 per million requests (e.g. in
-# artillery 2.0.28's lib/platform/aws-lambda/prices.js and a cost guide dated
-# 2026-05-11); billed duration is rounded up to the millisecond. API Gateway
-# HTTP API: $1.00 per million requests for the first 300 million a month
-# (aws.amazon.com/api-gateway/pricing, as quoted 2025-05-19). DynamoDB
-# on-demand: $0.625 per million write request units since the price cut of
-# November 2024 (aws.amazon.com/dynamodb/pricing/on-demand, as quoted
-# 2025-07-21); one create of an item under 1 KB is one write request unit.
-#
-# Lambda Managed Instances (read 2026-11-23): requests $0.20 per million and a
-# compute management fee of 15 % on top of the EC2 on-demand price of the
-# instances the capacity provider runs, no duration charge (the Lambda
-# pricing page, aws.amazon.com/lambda/pricing, "Lambda Managed Instances",
-# as transcribed from it on 2026-09-20). The instance: m7g.large (Graviton3,
-# 2 vCPU, 8 GiB), Linux on demand in us-east-1, $0.0816 an hour
-# (aws.amazon.com/ec2/pricing/on-demand, as quoted for June 2026). A
-# capacity provider keeps three instances by default (one per availability
-# zone), whatever the load: the floor below.
+# us-east-1, on demand, no free tier; the rates below, the pages they come from
+# in "sources". Lambda (read 2026-11-22; the rates as quoted e.g. in artillery
+# 2.0.28's lib/platform/aws-lambda/prices.js and a cost guide dated 2026-05-11):
+# per GB-second for the first 6 (x86_64) / 7.5 (arm64) billion GB-seconds a
+# month, billed duration rounded up to the millisecond. API Gateway HTTP API as
+# quoted 2025-05-19, DynamoDB on demand as quoted 2025-07-21 (one create of an
+# item under 1 KB is one write request unit). Lambda Managed Instances (read
+# 2026-11-23; the Lambda pricing page as transcribed 2026-09-20): requests and
+# a management fee on the EC2 on-demand price of the capacity provider's
+# instances, no duration charge; m7g.large (Graviton3, 2 vCPU, 8 GiB), Linux,
+# as quoted for June 2026. A capacity provider keeps three instances by
+# default (one per availability zone), whatever the load: the floor below.
 PRICES = {
     "as_of": "2026-11-22",
     "region": "us-east-1",
@@ -83,25 +78,9 @@ DDB_LATENCY_SOURCE = (
     'AWS: DynamoDB delivers "single-digit millisecond performance at any scale" (aws.amazon.com/dynamodb)'
 )
 
-COLD_METRICS = [
-    ("init_wall_ms", "init, wall (ms)"),
-    ("init_cpu_ms", "init, CPU (ms)"),
-    ("first_wall_ms", "first invocation, wall (ms)"),
-    ("first_cpu_ms", "first invocation, CPU (ms)"),
-    ("cold_wall_ms", "**cold total, wall (ms)**"),
-    ("cold_cpu_ms", "**cold total, CPU (ms)**"),
-]
-WARM_METRICS = [
-    ("warm_p50_ms", "warm p50, wall (ms)"),
-    ("warm_p90_ms", "warm p90, wall (ms)"),
-    ("warm_p99_ms", "**warm p99, wall (ms)**"),
-    ("warm_max_ms", "warm max, wall (ms)"),
-    ("warm_cpu_ms", "**warm CPU per invocation (ms)**"),
-    ("peak_rss_mb", "**peak RSS (MB)**"),
-    ("size_mb", "size on disk (MB)"),
-]
-
-
+# The figures of each implementation's cold starts and warm run (their labels: bench/results.md.j2).
+COLD_METRICS = ("init_wall_ms", "init_cpu_ms", "first_wall_ms", "first_cpu_ms", "cold_wall_ms", "cold_cpu_ms")
+WARM_METRICS = ("warm_p50_ms", "warm_p90_ms", "warm_p99_ms", "warm_max_ms", "warm_cpu_ms", "peak_rss_mb", "size_mb")
 PERIODS = ("init_nr_periods", "init_nr_throttled", "cold_nr_periods", "cold_nr_throttled")
 
 
@@ -116,7 +95,7 @@ def cold_warm_figures(cold, warm, size_bytes):
     """One implementation's cold starts (median, min and max of each metric;
     the medians of the CPU quota periods where counted) and warm run."""
     fig = {}
-    for key, _ in COLD_METRICS:
+    for key in COLD_METRICS:
         values = [s[key] for s in cold]
         fig |= {key: median(values), key + "_min": min(values), key + "_max": max(values)}
     fig["cold_samples"] = len(cold)
@@ -307,7 +286,7 @@ def ratios(figures):
         for rust, peer in ((r, p) for r in rust_names(figures) for p in PEERS if p in subjects and r in subjects):
             out.setdefault(transport, {})[f"{rust}/{peer}"] = {
                 k: subjects[rust][k] / subjects[peer][k] if subjects[peer][k] else None
-                for k, _ in COLD_METRICS + WARM_METRICS
+                for k in COLD_METRICS + WARM_METRICS
             }
     return out
 
@@ -367,186 +346,18 @@ def _fmt(value):
     return f"{value:.3f}"
 
 
-def _table(header, align, rows):
-    """A Markdown table: `header` cells, `align` one letter a column (l, r,
-    c), then `rows` of cells; a blank line after it."""
-    separator = "|" + "|".join({"l": "---", "r": "---:", "c": ":---:"}[a] for a in align) + "|"
-    return [
-        "| " + " | ".join(header) + " |",
-        separator,
-        *("| " + " | ".join(map(str, cells)) + " |" for cells in rows),
-        "",
-    ]
-
-
-def _section(title, header, align, rows, note=None):
-    """A titled table, and its note."""
-    return [title, ""] + _table(header.split(" | "), align, rows) + ([note, ""] if note else [])
+def _ratio(value):
+    return "–" if value is None else f"{value:.2f}×" if value >= 0.1 else f"{value:.3f}×"
 
 
 def markdown(summary):
-    m, settings = summary["machine"], summary["settings"]
-    lines = [
-        f"Machine: {m['cpus']} vCPU {m['arch']} ({m['cpu_model']}), {m['memory_gib']} GiB, {m['os']}; "
-        f"{m['rustc']}, Python {m['python']}, Node.js {m['node']}, {m['java']} (DynamoDB Local). "
-        f"Run {summary['started_utc']}, {summary['duration_s']} s; load average before "
-        f"{summary['load']['before'][0]:.2f}. Cold: median of {settings['cold']} fresh processes "
-        f"(min–max in results.json); warm: {settings['warm']} sequential invocations after the first.",
-        "",
-    ]
-    rusts = rust_names(summary["figures"])
-    for transport, subjects in summary["figures"].items():
-        names = list(subjects)
-        ratio_cols = [(r, p) for r in rusts for p in PEERS if p in names] if len(rusts) == 1 else []
-        rows = []
-        for key, label in COLD_METRICS + WARM_METRICS:
-            ratio = [summary["ratios"][transport][f"{r}/{p}"][key] for r, p in ratio_cols]
-            ratio = ["–" if v is None else f"{v:.2f}×" if v >= 0.1 else f"{v:.3f}×" for v in ratio]
-            rows.append([label] + [_fmt(subjects[n][key]) for n in names] + ratio)
-        header = ["DynamoDB Local over " + transport.upper()] + names + [f"{r} / {p}" for r, p in ratio_cols]
-        lines += _table(header, "l" + "r" * (len(header) - 1), rows)
-    if summary["targets"]:
-        rows = [
-            [
-                f"{'' if len(rusts) == 1 else t['subject'] + ': '}{t['target']} ({t['transport'].upper()})",
-                f"{_fmt(t['value'])} {t['unit']}",
-                f"{_fmt(t['limit'])} {t['unit']}",
-                "yes" if t["met"] else "**no**",
-            ]
-            for t in summary["targets"]
-        ]
-        lines += _table(["target", "measured", "limit", "met"], "lrrc", rows)
-    for key, section in (
-        ("memory_sizes", memory_markdown),
-        ("concurrency", concurrency_markdown),
-        ("memory_over_time", long_markdown),
-        ("cost", cost_markdown),
-        ("managed_instances_cost", managed_instances_markdown),
-    ):
-        if summary.get(key):
-            lines += section(summary[key])
-    return "\n".join(lines)
-
-
-def memory_markdown(memory):
-    rows = []
-    for size, data in memory["sizes"].items():
-        share = "none"
-        if data["quota_us"]:
-            share = f"{data['quota_us'] / memory['period_us']:.1%} (cgroup {data['cgroup']})"
-        for name, f in data["figures"].items():
-            periods = "–"
-            if "cold_nr_periods_median" in f:
-                periods = "{init_nr_periods_median:g} / {cold_nr_periods_median:g} ".format(**f)
-                periods += "({init_nr_throttled_median:g} / {cold_nr_throttled_median:g})".format(**f)
-            cold = [
-                _fmt(f.get(k)) for k in ("init_wall_ms", "init_cpu_ms", "first_wall_ms", "cold_wall_ms", "cold_cpu_ms")
-            ]
-            warm = [_fmt(f.get(k)) for k in ("warm_p50_ms", "warm_p99_ms", "warm_cpu_ms", "invocations_per_s")]
-            rows.append([f"{size} MB", share, name, *cold, periods, *warm])
-    return _section(
-        f"### At Lambda's memory sizes (a CPU quota per size, DynamoDB Local over {memory['transport'].upper()})",
-        "memory | CPU quota | implementation | init, wall (ms) | init, CPU (ms) | first invocation, wall (ms) "
-        "| **cold total, wall (ms)** | cold total, CPU (ms) | quota periods, init / cold total (throttled) "
-        "| warm p50 (ms) | **warm p99 (ms)** | warm CPU (ms) | sustained invocations/s",
-        "rrl" + "r" * 10,
-        rows,
-        "CPU: the process's CPU clock (user and kernel time, all threads), read from outside the process. Quota "
-        "periods: the medians of how many CFS periods the cgroup's `cpu.stat` counted from exec to the first GET "
-        "/next (init) and to the first answer (cold total), and in how many of them the quota ran out.",
+    """results.md: the template bench/results.md.j2 filled in with the summary's figures."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE), trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True
     )
-
-
-def concurrency_markdown(c):
-    rows = [
-        [
-            name,
-            level,
-            *(_fmt(f[k]) for k in ("creates_per_s", "p50_ms", "p99_ms", "cpu_per_invocation_ms", "peak_rss_mb")),
-        ]
-        + [" / ".join(f"{v:.0%}" for v in f["cpu_share_of_machine"].values())]
-        for name, levels in c["subjects"].items()
-        for level, f in levels.items()
-    ]
-    return _section(
-        f"### Throughput per execution environment (AWS_LAMBDA_MAX_CONCURRENCY; DynamoDB Local over "
-        f"{c['transport'].upper()} behind {c['store_latency_ms']:g} ms per request; {c['vcpus']} vCPU, no quota)",
-        "implementation | concurrency | **creates/s** | p50 (ms) | **p99 (ms)** | **CPU per invocation (ms)** "
-        "| peak RSS (MB) | CPU share of the machine: function / all processes / emulator / store proxy "
-        "/ DynamoDB Local",
-        "lrrrrrrl",
-        rows,
-        "One process per row, given the concurrency as Lambda Managed Instances does; the emulator keeps that many "
-        "creates in flight (a closed loop). CPU share: of all the machine's vCPUs over the window, for the function, "
-        "for every process on the machine together (other work included), and for the harness's parts; where the "
-        "machine is near 100 %, the rate is the machine's limit, not the function's, and CPU per invocation is the "
-        "figure that carries over.",
-    )
-
-
-def managed_instances_markdown(mi):
-    p = mi["prices"]
-    rows = []
-    for r in mi["rows"]:
-        light, busy = r["on_demand_128mb_arm64_usd_light"], r["on_demand_128mb_arm64_usd_busy"]
-        rows.append(
-            [r["implementation"], r["concurrency"], _fmt(r["cpu_per_invocation_ms"])]
-            + [f"{r['creates_per_s_per_instance']:,.0f}", f"{r['compute_usd']:.4f}", f"{r['usd']:.3f}"]
-            + ["–" if light is None else f"{light:.3f} / {busy:.3f}"]
-        )
-    return _section(
-        f"### What a million creates cost on Lambda Managed Instances ({p['instance_type']}, prices {p['as_of']})",
-        f"implementation | concurrency measured | CPU per create (ms) | creates/s per {p['instance_type']} "
-        "| instance + fee (USD) | **total with requests (USD)** | on demand, 128 MB arm64, light / busy (USD)",
-        "l" + "r" * 6,
-        rows,
-        f"Per million creates at steady load: the {p['instance_type']} on-demand price ({p['instance_hour_usd']} USD "
-        f"an hour, {p['instance_vcpus']} vCPU) plus the {p['management_fee']:.0%} management fee, over the creates "
-        f"its vCPUs hold at {mi['cpu_utilisation']:.0%} average CPU utilisation with the measured CPU per create, "
-        f"plus {p['request_usd'] * 1e6:.2f} USD of requests. Whatever the load, a capacity provider keeps "
-        f"{p['minimum_instances']} instances: {mi['floor_usd_per_month']:,.0f} USD a month. CPU per create is "
-        f"measured on this machine's x86_64 cores, not Graviton3's. Sources: {mi['source']}.",
-    )
-
-
-def long_markdown(long):
-    rows = [
-        [name, _fmt(f["peak_rss_mb_after_2000"]), _fmt(f["peak_rss_mb_at_end"]), f"{f['invocations']:,}"]
-        + ["–" if f.get("growth_bytes_per_invocation") is None else f"{f['growth_bytes_per_invocation']:.1f}"]
-        for name, f in long["subjects"].items()
-    ]
-    return _section(
-        "### Memory over time (one process, warm invocations back to back, DynamoDB Local over "
-        f"{long['transport'].upper()})",
-        "implementation | peak RSS after 2,000 (MB) | peak RSS after N (MB) | N | growth per invocation (bytes)",
-        "lrrrr",
-        rows,
-    )
-
-
-def cost_markdown(cost):
-    p = cost["prices"]
-    rows = [
-        [row["implementation"], f"{row['memory_mb']} MB", row["billed_ms_light"], _fmt(row["billed_ms_busy"])]
-        + [f"{row[f'{arch}_usd_{load}']:.3f}" for arch in ("arm64", "x86_64") for load in LOADS]
-        for row in cost["per_million_creates"]
-    ]
-    return _section(
-        f"### What a million creates cost ({p['region']}, prices as of {p['as_of']})",
-        "implementation | memory | billed ms, light | billed ms, busy | **arm64, light (USD)** | arm64, busy (USD) "
-        "| x86_64, light (USD) | x86_64, busy (USD)",
-        "l" + "r" * 7,
-        rows,
-        f"Lambda compute (billed duration × memory × {p['lambda_gb_second_usd']['arm64']} USD per GB-second on arm64, "
-        f"{p['lambda_gb_second_usd']['x86_64']} on x86_64) plus {p['lambda_request_usd'] * 1e6:.2f} USD of requests, "
-        f"per million creates. The same for every implementation, not included: API Gateway HTTP API "
-        f"{cost['http_api_usd']:.2f} USD and DynamoDB on-demand writes {cost['dynamodb_usd']:.3f} USD per million. "
-        f"Billed duration: warm wall time under the CPU quota plus {cost['ddb_latency_ms']:g} ms assumed "
-        f"for DynamoDB in-region ({cost['ddb_latency_source']}), rounded up to 1 ms; *light*: the median invocation "
-        f"(an instance with requests now and then, each finding its CPU budget unspent); *busy*: the mean of "
-        f"back-to-back invocations (an instance kept busy, whose invocations now and then wait for the next "
-        f"quota period). Sources: " + "; ".join(v for k, v in p["sources"].items() if k != "managed_instances") + ".",
-    )
+    env.filters |= {"fmt": _fmt, "ratio": _ratio}
+    template = env.get_template("results.md.j2")
+    return template.render(summary, peers=PEERS, rusts=rust_names(summary["figures"]))
 
 
 # ---- charts -------------------------------------------------------------------
@@ -684,10 +495,11 @@ def write(summary, out, results_json=True):
         with open(os.path.join(out, "results.json"), "w") as f:
             json.dump(summary, f, indent=1)
             f.write("\n")
+    text = markdown(summary)
     with open(os.path.join(out, "results.md"), "w") as f:
-        f.write(markdown(summary))
+        f.write(text)
     charts = write_charts(summary, out)
-    print(markdown(summary))
+    print(text)
     written = ", ".join(["results.json"] * results_json + ["results.md", *charts])
     print(f"wrote {written} to {os.path.relpath(out)}", file=sys.stderr, flush=True)
 

@@ -54,6 +54,7 @@ TOOLS = os.path.join(REPO, ".tools", "bench")
 PY_VENV = os.path.join(TOOLS, "python")
 NODE_DIR = os.path.join(TOOLS, "node")
 PEERS = os.path.join(HERE, "peers")
+PY_REQUIREMENTS = os.path.join(PEERS, "python", "requirements.txt")
 RUST_PEER_DIR = os.path.join(PEERS, "rust")
 RUST_PEER_TARGET = os.path.join(TOOLS, "rust-target")
 RUST_PEER_BIN = os.path.join(RUST_PEER_TARGET, "release", "plant-store-bench-rust-peer")
@@ -126,7 +127,7 @@ def install_python_peer():
     if not os.path.exists(os.path.join(PY_VENV, "bin", "python")):
         subprocess.run([sys.executable, "-m", "venv", PY_VENV], check=True)
     pip = [os.path.join(PY_VENV, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, "--no-input", "-r", os.path.join(PEERS, "python", "requirements.txt")], check=True)
+    subprocess.run([*pip, "--no-input", "-r", PY_REQUIREMENTS], check=True)
 
 
 def install_node_peer():
@@ -144,14 +145,10 @@ def install_peers(impls, build_rust=True):
     after its digest marks the folder it went into."""
     if "node" in impls and not (shutil.which("node") and shutil.which("npm")):
         fail("node and npm are needed for the Node.js peer: install Node.js 20+")
-    requirements, lock = (
-        os.path.join(PEERS, "python", "requirements.txt"),
-        os.path.join(PEERS, "node", "package-lock.json"),
-    )
     for impl, stamp, made, install in (
         ("idiomatic", rust_peer_stamp(), os.path.isfile(RUST_PEER_BIN), build_rust_peer),
-        ("python", _stamp(PY_VENV, _digest(requirements)), True, install_python_peer),
-        ("node", _stamp(NODE_DIR, _digest(lock)), True, install_node_peer),
+        ("python", _stamp(PY_VENV, _digest(PY_REQUIREMENTS)), True, install_python_peer),
+        ("node", _stamp(NODE_DIR, _digest(os.path.join(PEERS, "node", "package-lock.json"))), True, install_node_peer),
     ):
         if impl in impls and (build_rust or impl != "idiomatic") and not (os.path.exists(stamp) and made):
             install()
@@ -213,6 +210,9 @@ class Subject:
         return env | self.env
 
 
+RUST_SETTINGS = {"certs": ("file", "dir"), "echo": ("required", "optional")}  # the rest is environment
+
+
 def rust_subject(name, binary, settings=()):
     """A Rust build: the one built here, or `--rust NAME=BINARY[,KEY=VALUE...]`."""
     if not os.path.isfile(binary):
@@ -222,10 +222,8 @@ def rust_subject(name, binary, settings=()):
         key, sep, value = setting.partition("=")
         if not sep:
             fail(f"--rust setting {setting!r} is not KEY=VALUE")
-        if key == "certs" and value not in ("file", "dir"):
-            fail("--rust certs= takes file or dir")
-        if key == "echo" and value not in ("required", "optional"):
-            fail("--rust echo= takes required or optional")
+        if value not in RUST_SETTINGS.get(key, (value,)):
+            fail(f"--rust {key}= takes {' or '.join(RUST_SETTINGS[key])}")
         if key == "certs":
             subject.certs = value
         elif key == "echo":

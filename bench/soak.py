@@ -30,7 +30,7 @@ import shutil
 import sys
 import tempfile
 
-from run import Events, Run, build_rust, check_answers, check_created, fail, log, rust_subject
+from run import Events, Run, at_least, build_rust, check_answers, check_created, fail, log, rust_subject
 
 BASELINE = 2_000  # the invocation growth is measured from
 
@@ -70,23 +70,18 @@ def soak(binary, invocations, checkpoints, scratch, concurrency=1):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--invocations", type=int, default=200_000, help="warm invocations (default 200,000)")
-    parser.add_argument(
-        "--max-growth-mb", type=float, default=1.0, help="largest accepted peak-RSS growth, MB (default 1.0)"
-    )
-    parser.add_argument("--checkpoints", type=int, default=10, help="memory readings besides the baseline (default 10)")
+    for flag, kind, default, text in (
+        ("--invocations", at_least(BASELINE + 1), 200_000, "warm invocations"),
+        ("--max-growth-mb", float, 1.0, "largest accepted peak-RSS growth, MB"),
+        ("--checkpoints", at_least(1), 10, "memory readings besides the baseline"),
+        ("--concurrency", at_least(1), 1, "invocations in flight (AWS_LAMBDA_MAX_CONCURRENCY)"),
+    ):
+        parser.add_argument(flag, type=kind, default=default, help=f"{text} (default {default:,})")
     parser.add_argument(
         "--profile", choices=("release", "debug"), default="release", help="build to soak (default release)"
     )
     parser.add_argument("--binary", help="soak this binary instead of building one")
-    parser.add_argument(
-        "--concurrency", type=int, default=1, help="invocations in flight (AWS_LAMBDA_MAX_CONCURRENCY; default 1)"
-    )
     args = parser.parse_args(argv)
-    if args.invocations <= BASELINE:
-        parser.error(f"--invocations must be more than the baseline, {BASELINE:,}")
-    if args.concurrency < 1:
-        parser.error("--concurrency must be at least 1")
     if shutil.which("java") is None:
         fail("java is needed for DynamoDB Local: install a Java 17+ runtime")
 
