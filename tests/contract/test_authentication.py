@@ -22,28 +22,28 @@ def bearer_jwt(forge=False, **claims):
     return make
 
 
-REFUSED = [  # (label, Authorization, refusal)
-    ("no Authorization header", None, MISSING),
-    ("another scheme", "Basic cGxhbnQ6c3RvcmU=", MISSING),
-    ("another scheme with the token", "Token plant-store-dev-token", MISSING),
-    ("Bearer alone", "Bearer", MISSING),
-    ("Bearer and a space", "Bearer ", MISSING),
-    ("bearer alone", "bearer", MISSING),
-    ("another token", "Bearer not-the-dev-token", INVALID),
-    ("the token and more", f"Bearer {TOKEN}x", INVALID),
-    ("not RFC 6750 b64token syntax", "Bearer plant store", INVALID),
-    ("JWT-shaped garbage", "Bearer a.b.c", INVALID),
-    ("a JWT with scope plants:read", bearer_jwt(scope="plants:read"), SCOPE),
-    ("a JWT with scope plants:write-all openid", bearer_jwt(scope="plants:write-all openid"), SCOPE),
-    ("a JWT with an empty scope", bearer_jwt(scope=""), SCOPE),
-    ("an expired JWT", bearer_jwt(expires_in=-3600), INVALID),
-    ("a JWT with a bad signature", bearer_jwt(forge=True), INVALID),
-    ("a JWT for another audience", bearer_jwt(aud="someone-else"), INVALID),
-    ("a JWT from another issuer", bearer_jwt(iss="http://127.0.0.1:1"), INVALID),
+REFUSED = [  # pytest.param(Authorization, refusal, id=label)
+    pytest.param(None, MISSING, id="no Authorization header"),
+    pytest.param("Basic cGxhbnQ6c3RvcmU=", MISSING, id="another scheme"),
+    pytest.param("Token plant-store-dev-token", MISSING, id="another scheme with the token"),
+    pytest.param("Bearer", MISSING, id="Bearer alone"),
+    pytest.param("Bearer ", MISSING, id="Bearer and a space"),
+    pytest.param("bearer", MISSING, id="bearer alone"),
+    pytest.param("Bearer not-the-dev-token", INVALID, id="another token"),
+    pytest.param(f"Bearer {TOKEN}x", INVALID, id="the token and more"),
+    pytest.param("Bearer plant store", INVALID, id="not RFC 6750 b64token syntax"),
+    pytest.param("Bearer a.b.c", INVALID, id="JWT-shaped garbage"),
+    pytest.param(bearer_jwt(scope="plants:read"), SCOPE, id="a JWT with scope plants:read"),
+    pytest.param(bearer_jwt(scope="plants:write-all openid"), SCOPE, id="a JWT with scope plants:write-all openid"),
+    pytest.param(bearer_jwt(scope=""), SCOPE, id="a JWT with an empty scope"),
+    pytest.param(bearer_jwt(expires_in=-3600), INVALID, id="an expired JWT"),
+    pytest.param(bearer_jwt(forge=True), INVALID, id="a JWT with a bad signature"),
+    pytest.param(bearer_jwt(aud="someone-else"), INVALID, id="a JWT for another audience"),
+    pytest.param(bearer_jwt(iss="http://127.0.0.1:1"), INVALID, id="a JWT from another issuer"),
 ]
 
 
-@pytest.mark.parametrize("value, refusal", [case[1:] for case in REFUSED], ids=[case[0] for case in REFUSED])
+@pytest.mark.parametrize("value, refusal", REFUSED)
 def test_a_request_without_an_accepted_token_is_refused_with_its_challenge(api, issuer, value, refusal):
     api.refused(*refusal, authorization=value(issuer) if callable(value) else value)
 
