@@ -281,7 +281,7 @@ async fn every_outcome_leaves_one_log_line_with_the_powertools_keys_and_one_emf_
     let log = Captured::default();
     let subscriber = plant_store::logging::json_subscriber(None, log.clone());
     let _guard = tracing::dispatcher::set_default(&tracing::Dispatch::new(subscriber));
-    // As in jwt.rs: with a second dispatcher registered, tracing-core asks
+    // As in jwt/configuration.rs: with a second dispatcher registered, tracing-core asks
     // every dispatcher about each callsite instead of caching the answer of
     // whichever thread (another test's, with none) hit it first.
     let _second = tracing::Dispatch::new(tracing::subscriber::fmt().with_writer(io::sink).finish());

@@ -1,0 +1,354 @@
+//! The key cache: when the JWKS is fetched again, what its `Cache-Control`
+//! and the policy decide, a slow or failing JWKS, and keys found through the
+//! issuer's discovery document.
+
+use super::*;
+
+/// One step of a key-cache scenario.
+enum Step {
+    /// Sends the token and expects the outcome and the JWKS fetch count
+    /// after it.
+    Send(Jwt, Expect, usize),
+    /// Changes what the JWKS server answers.
+    Serve(fn(&mut Served)),
+    /// Has the JWKS server send this `Cache-Control`.
+    CacheControl(&'static str),
+    Sleep(Duration),
+}
+
+/// A policy under which keys expire at once, so that every request wants a
+/// refresh unless the JWKS's `Cache-Control` keeps them.
+fn expiring() -> JwksPolicy {
+    quick(|policy| {
+        policy.min_ttl = Duration::ZERO;
+        policy.refresh_interval = Duration::ZERO;
+    })
+}
+
+/// The scenario `case`: three good tokens under a JWKS sent with
+/// `Cache-Control: header` and an `expiring` policy, and the JWKS fetch
+/// count after each.
+fn cache_control(case: &'static str, header: &'static str, fetches: [usize; 3]) -> Scenario {
+    let [first, second, third] = fetches;
+    let steps = vec![
+        Step::CacheControl(header),
+        Step::Send(Jwt::rs256(), Expect::Created, first),
+        Step::Send(Jwt::rs256(), Expect::Created, second),
+        Step::Send(Jwt::es256(), Expect::Created, third),
+    ];
+    (case, expiring(), steps)
+}
+
+/// A key-cache scenario: its name, the cache's policy, and its steps.
+type Scenario = (&'static str, JwksPolicy, Vec<Step>);
+
+fn unknown_kid() -> Jwt {
+    Jwt::rs256().header("kid", json!("rsa-unknown"))
+}
+
+fn rotated() -> Jwt {
+    Jwt::rs256()
+        .header("kid", json!("rsa-2"))
+        .signed(Signing::Rs256(&keys().rsa_next))
+}
+
+fn quick(change: impl FnOnce(&mut JwksPolicy)) -> JwksPolicy {
+    let mut policy = JwksPolicy::default();
+    change(&mut policy);
+    policy
+}
+
+/// A JWKS of `size` bytes: the standard keys and a padding member.
+fn padded_jwks(size: usize) -> String {
+    let empty = json!({ "keys": standard_keys(), "padding": "" }).to_string();
+    let padding = "x".repeat(size - empty.len());
+    let padded = empty.replace(r#""padding":"""#, &format!(r#""padding":"{padding}""#));
+    assert_eq!(padded.len(), size);
+    padded
+}
+
+#[tokio::test]
+async fn every_key_cache_situation_gets_its_documented_answer() {
+    use Expect::{Created, InvalidToken, Unavailable};
+    use Step::{CacheControl, Send, Serve, Sleep};
+    let ms = Duration::from_millis;
+
+    let scenarios: Vec<Scenario> = vec![
+        (
+            "an unknown kid triggers one refresh, then is refused, and no refresh follows within 10 s",
+            JwksPolicy::default(),
+            vec![
+                Send(Jwt::rs256(), Created, 1),
+                Send(unknown_kid(), InvalidToken, 2),
+                Send(unknown_kid(), InvalidToken, 2),
+                Send(unknown_kid().header("kid", json!("rsa-other")), InvalidToken, 2),
+                Send(Jwt::rs256(), Created, 2),
+            ],
+        ),
+        (
+            "the refresh rate limit: one refresh per interval, however many unknown kids",
+            quick(|policy| policy.refresh_interval = ms(1000)),
+            vec![
+                Send(Jwt::rs256(), Created, 1),
+                Send(unknown_kid(), InvalidToken, 2),
+                Send(unknown_kid(), InvalidToken, 2),
+                Send(unknown_kid(), InvalidToken, 2),
+                Sleep(ms(1100)),
+                Send(unknown_kid(), InvalidToken, 3),
+                Send(unknown_kid(), InvalidToken, 3),
+            ],
+        ),
+        (
+            "key rotation: a new kid is accepted after the refresh, the old one still works",
+            quick(|policy| policy.refresh_interval = ms(200)),
+            vec![
+                Send(Jwt::rs256(), Created, 1),
+                Send(rotated(), InvalidToken, 2),
+                Serve(|served| {
+                    served.jwks = jwks(&[rsa_jwk(&keys().rsa, "rsa-1"), rsa_jwk(&keys().rsa_next, "rsa-2")])
+                }),
+                Sleep(ms(250)),
+                Send(rotated(), Created, 3),
+                Send(Jwt::rs256(), Created, 3),
+            ],
+        ),
+        (
+            "the JWKS down with keys cached: the cached keys are used, an unknown kid is a 503",
+            expiring(),
+            vec![
+                CacheControl("max-age=0"),
+                Send(Jwt::rs256(), Created, 1),
+                Serve(|served| served.status = 503),
+                Send(Jwt::rs256(), Created, 2),
+                Send(Jwt::es256(), Created, 3),
+                Send(unknown_kid(), Unavailable, 4),
+                Serve(|served| served.status = 200),
+                Send(Jwt::rs256(), Created, 5),
+                Send(unknown_kid(), InvalidToken, 6),
+            ],
+        ),
+        (
+            "cached keys are used while refreshes fail, but only for max_stale; then retries as if empty",
+            JwksPolicy {
+                max_stale: ms(1000),
+                retry_interval: ms(500),
+                ..expiring()
+            },
+            vec![
+                CacheControl("max-age=0"),
+                Send(Jwt::rs256(), Created, 1),
+                Serve(|served| served.reset = true),
+                Send(Jwt::rs256(), Created, 2),
+                Sleep(ms(1100)),
+                Send(Jwt::rs256(), Unavailable, 3),
+                Serve(|served| served.reset = false),
+                Send(Jwt::rs256(), Unavailable, 3),
+                Sleep(ms(600)),
+                Send(Jwt::rs256(), Created, 4),
+            ],
+        ),
+        (
+            "the JWKS down with nothing cached: 503, retried once per retry interval",
+            quick(|policy| policy.retry_interval = ms(500)),
+            vec![
+                Serve(|served| served.status = 500),
+                Send(Jwt::rs256(), Unavailable, 1),
+                Send(Jwt::rs256(), Unavailable, 1),
+                Send(Jwt::es256(), Unavailable, 1),
+                Serve(|served| served.status = 200),
+                Sleep(ms(600)),
+                Send(Jwt::rs256(), Created, 2),
+            ],
+        ),
+        (
+            "the JWKS closing the connection with nothing cached",
+            JwksPolicy::default(),
+            vec![
+                Serve(|served| served.reset = true),
+                Send(Jwt::rs256(), Unavailable, 1),
+            ],
+        ),
+        (
+            "a JWKS slower than the timeout",
+            quick(|policy| policy.timeout = ms(300)),
+            vec![
+                Serve(|served| served.delay = Duration::from_secs(2)),
+                Send(Jwt::rs256(), Unavailable, 1),
+            ],
+        ),
+        (
+            "an oversized JWKS with a Content-Length",
+            JwksPolicy::default(),
+            vec![
+                Serve(|served| served.jwks = padded_jwks(64 * 1024 + 1)),
+                Send(Jwt::rs256(), Unavailable, 1),
+            ],
+        ),
+        (
+            "an oversized JWKS without a Content-Length",
+            JwksPolicy::default(),
+            vec![
+                Serve(|served| {
+                    served.jwks = padded_jwks(64 * 1024 + 1);
+                    served.content_length = false;
+                }),
+                Send(Jwt::rs256(), Unavailable, 1),
+            ],
+        ),
+        (
+            "a JWKS of exactly the size cap",
+            JwksPolicy::default(),
+            vec![
+                Serve(|served| {
+                    served.jwks = padded_jwks(64 * 1024);
+                    served.content_length = false;
+                }),
+                Send(Jwt::rs256(), Created, 1),
+            ],
+        ),
+        (
+            "a JWKS that is not JSON",
+            JwksPolicy::default(),
+            vec![
+                Serve(|served| served.jwks = "<html>maintenance</html>".into()),
+                Send(Jwt::rs256(), Unavailable, 1),
+            ],
+        ),
+        (
+            "an oct key in the JWKS is never used, even for a token signed with it",
+            JwksPolicy::default(),
+            vec![
+                Serve(|served| served.jwks = jwks(&[oct_jwk("rsa-1")])),
+                Send(
+                    Jwt::rs256()
+                        .header("alg", json!("HS256"))
+                        .signed(Signing::Hs256(OCT_SECRET.to_vec())),
+                    InvalidToken,
+                    0,
+                ),
+                Send(Jwt::rs256(), InvalidToken, 1),
+            ],
+        ),
+        cache_control(
+            "Cache-Control max-age keeps the keys without refetching",
+            "public, max-age=3600",
+            [1, 1, 1],
+        ),
+        cache_control(
+            "Cache-Control no-cache (with a zero minimum) refetches every time",
+            "no-cache",
+            [1, 2, 3],
+        ),
+    ];
+
+    for (case, policy, steps) in scenarios {
+        let server = JwksServer::start(standard_jwks()).await;
+        let app = app(&server, policy).await;
+        for (id, step) in (1..).zip(steps) {
+            match step {
+                Send(jwt, expect, fetches) => {
+                    let response = app.send(request(&jwt.encode(), id)).await;
+                    let step = format!("{case}, step {id}");
+                    assert_outcome(&app, &response, id, expect, &step).await;
+                    assert_eq!(server.fetches(), fetches, "{step}: JWKS fetches");
+                }
+                Serve(change) => server.serve(change),
+                CacheControl(header) => server.serve(|served| served.cache_control = Some(header.into())),
+                Sleep(duration) => tokio::time::sleep(duration).await,
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_slow_jwks_gives_a_503_at_the_timeout_not_later() {
+    let server = JwksServer::start(standard_jwks()).await;
+    server.serve(|served| served.delay = Duration::from_secs(5));
+    let app = app(&server, JwksPolicy::default()).await;
+
+    let started = Instant::now();
+    let response = app.send(request(&Jwt::rs256().encode(), 1)).await;
+    let elapsed = started.elapsed();
+
+    assert_outcome(&app, &response, 1, Expect::Unavailable, "slow JWKS").await;
+    assert!(
+        elapsed >= Duration::from_millis(1400) && elapsed < Duration::from_millis(3000),
+        "answered after {elapsed:?}; the timeout is 1.5 s"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_requests_share_one_fetch() {
+    let server = JwksServer::start(standard_jwks()).await;
+    server.serve(|served| served.delay = Duration::from_millis(200));
+    // No rate limit, so only the sharing can keep the count down.
+    let app = app(&server, quick(|policy| policy.refresh_interval = Duration::ZERO)).await;
+
+    for (round, jwt, expected) in [(0, Jwt::rs256(), 200), (1, unknown_kid(), 401)] {
+        let requests = (0..8).map(|n| request(&jwt.encode(), round * 100 + n)).collect();
+        let responses = app.send_concurrently(requests).await;
+        let statuses: Vec<u16> = responses.iter().map(|response| response.status).collect();
+        assert_eq!(statuses, vec![expected; 8], "round {round}");
+        assert_eq!(
+            server.fetches(),
+            round as usize + 1,
+            "round {round}: JWKS fetches"
+        );
+    }
+}
+
+#[tokio::test]
+async fn without_a_jwks_url_the_issuers_discovery_document_gives_it() {
+    let server = JwksServer::start(standard_jwks()).await;
+    let issuer = server.base_url.clone();
+    server.serve(|served| served.discovery_issuer = Some(server.base_url.clone()));
+    let settings = JwtSettings::new(&issuer, &[AUDIENCE], None, SCOPE).expect("valid settings");
+    let app = TestApp::with_authenticator(Authenticator::with_jwt(
+        JwtVerifier::new(settings).expect("an HTTP client"),
+    ))
+    .await;
+    let token = Jwt::rs256().claim("iss", json!(issuer));
+
+    for id in [1, 2] {
+        let response = app.send(request(&token.encode(), id)).await;
+        assert_outcome(&app, &response, id, Expect::Created, "discovered keys").await;
+    }
+    let response = app.send(request(&Jwt::rs256().encode(), 3)).await;
+    assert_outcome(
+        &app,
+        &response,
+        3,
+        Expect::InvalidToken,
+        "the configured issuer is not ours",
+    )
+    .await;
+
+    assert_eq!(server.shared.discovery_fetches.load(Ordering::SeqCst), 1);
+    assert_eq!(server.fetches(), 1);
+}
+
+#[tokio::test]
+async fn a_discovery_document_naming_another_issuer_is_not_trusted() {
+    let server = JwksServer::start(standard_jwks()).await;
+    let issuer = server.base_url.clone();
+    server.serve(|served| served.discovery_issuer = Some("https://attacker.example".into()));
+    let settings = JwtSettings::new(&issuer, &[AUDIENCE], None, SCOPE).expect("valid settings");
+    let app = TestApp::with_authenticator(Authenticator::with_jwt(
+        JwtVerifier::new(settings).expect("an HTTP client"),
+    ))
+    .await;
+
+    let response = app
+        .send(request(&Jwt::rs256().claim("iss", json!(issuer)).encode(), 1))
+        .await;
+
+    assert_outcome(
+        &app,
+        &response,
+        1,
+        Expect::Unavailable,
+        "foreign discovery document",
+    )
+    .await;
+    assert_eq!(server.fetches(), 0, "its jwks_uri is not fetched");
+}
