@@ -30,7 +30,9 @@ import shutil
 import sys
 import tempfile
 
-from run import Events, Run, at_least, build_rust, check_answers, check_created, fail, log, rust_subject
+from fixtures import Events, Run, check_answers, check_created
+from run import at_least
+from subjects import build_rust, fail, log, rust_subject
 
 BASELINE = 2_000  # the invocation growth is measured from
 

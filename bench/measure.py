@@ -1,0 +1,266 @@
+"""The measurements: cold starts and warm invocations, the same at Lambda's memory sizes, throughput per
+execution environment at several concurrencies (as on Lambda Managed Instances), and memory over time."""
+
+import os
+import time
+
+import psutil
+from emulator import cpu_ns
+from fixtures import Events, Run, check_answers, check_created
+from quota import CGROUP_PERIOD_US, CpuQuota
+from subjects import fail, log
+
+# Settings the benchmark no longer takes as options, kept in results.json as before.
+DDB_WARMUP = 3000  # writes to warm DynamoDB Local's JVM first
+MEMORY_TRANSPORT, LONG_TRANSPORT = "https", "http"
+
+
+def cold_starts(run, subjects, transport, rounds, events, quota=None):
+    """`rounds` fresh processes per subject, interleaved so that a change
+    of load on the machine touches every subject alike (inside `quota`'s
+    cgroup when given)."""
+    samples = {s.name: [] for s in subjects}
+    tables = {s.name: run.table(s, transport) for s in subjects}
+    stat = quota.stat if quota else dict
+    for i in range(rounds):
+        for subject in subjects[i % len(subjects) :] + subjects[: i % len(subjects)]:
+            with run.function(subject, transport, table=tables[subject.name], quota=quota) as fn:
+                stat_before = stat()
+                init_wall, init_cpu = fn.start()
+                stat_init = stat()
+                response, wall, cpu = fn.invoke(events.create())
+                stat_cold = stat()
+                check_created(subject, response)
+                sample = {
+                    "init_wall_ms": init_wall / 1e6,
+                    "init_cpu_ms": init_cpu / 1e6,
+                    "first_wall_ms": wall / 1e6,
+                    "first_cpu_ms": cpu / 1e6,
+                    "cold_wall_ms": (init_wall + wall) / 1e6,
+                    "cold_cpu_ms": fn.cpu_at_response / 1e6,
+                    "peak_rss_kib": fn.kib(),
+                }
+                # The CFS periods the cold start ran in, and in how many it
+                # was throttled (cpu.stat's counters, read around it).
+                for key, after in (("init", stat_init), ("cold", stat_cold)):
+                    for counter in ("nr_periods", "nr_throttled"):
+                        if counter in after and counter in stat_before:
+                            sample[f"{key}_{counter}"] = after[counter] - stat_before[counter]
+                samples[subject.name].append(sample)
+        log(f"  cold {transport}{quota.label if quota else ''}: round {i + 1}/{rounds}")
+    return samples
+
+
+def warm_run(run, subject, transport, count, events, quota=None):
+    """One process: its cold start, then `count` sequential invocations
+    (inside `quota`'s cgroup when given)."""
+    with run.function(subject, transport, quota=quota) as fn:
+        fn.start()
+        check_created(subject, fn.invoke(events.create())[0])
+        walls, cpus = [], []
+        fn.api.wait_next()
+        cpu_start, split_start = fn.cpu(), fn.user_system_s()
+        window_start = time.perf_counter()
+        for _ in range(count):
+            response, wall, cpu = fn.invoke(events.create())
+            check_created(subject, response)
+            walls.append(wall / 1e6)
+            cpus.append(cpu / 1e6)
+        fn.api.wait_next()
+        window_s = time.perf_counter() - window_start
+        cpu_total = fn.cpu() - cpu_start
+        user, system = (end - start for end, start in zip(fn.user_system_s(), split_start, strict=True))
+        return {
+            "wall_ms": walls,
+            "cpu_in_window_ms": cpus,
+            "cpu_per_invocation_ms": cpu_total / 1e6 / count,
+            "system_share": system / (user + system) if user + system else None,
+            "peak_rss_kib": fn.kib(),
+            # Back-to-back: the emulator hands over the next event as soon
+            # as the function asks for it.
+            "invocations_per_s": count / window_s,
+        }
+
+
+def cold_and_warm(run, subjects, transport, cold, warm, events, quota=None):
+    at = quota.label if quota else ""
+    log(f"{transport}{at}: {cold} cold starts and {warm} warm invocations per implementation")
+    samples = cold_starts(run, subjects, transport, cold, events, quota)
+    return {"cold": samples, "warm": {s.name: warm_run(run, s, transport, warm, events, quota) for s in subjects}}
+
+
+def memory_sizes(run, subjects, args, events):
+    """Per memory size: cold starts and a warm run of every subject inside
+    a cgroup with that size's CPU quota. Without a writable cgroup (not
+    root), one line says so and the figures are measured without a quota."""
+    out = {"transport": MEMORY_TRANSPORT, "period_us": CGROUP_PERIOD_US, "sizes": {}}
+    said = False
+    for memory_mb in args.memory:
+        quota = CpuQuota(memory_mb)
+        if why_not := quota.create():
+            if not said:
+                print(f"no CPU quota ({why_not}): the memory sizes are measured without one", flush=True)
+                said = True
+            quota = None
+        share = f"quota {quota.quota_us} us per {CGROUP_PERIOD_US} us, cgroup v{quota.version}" if quota else "no quota"
+        log(f"{memory_mb} MB: {share}")
+        try:
+            runs = cold_and_warm(run, subjects, MEMORY_TRANSPORT, args.memory_cold, args.memory_warm, events, quota)
+            stat = quota.stat() if quota else {}
+            out["sizes"][str(memory_mb)] = {
+                "quota_us": quota.quota_us if quota else None,
+                "cgroup": f"v{quota.version}" if quota else None,
+                "no_quota_reason": why_not,
+                "throttled_periods": stat.get("nr_throttled"),
+                "periods": stat.get("nr_periods"),
+                **runs,
+            }
+        finally:
+            if quota:
+                quota.remove()
+    return out
+
+
+def proc_cpu_ns(pid):
+    try:
+        return cpu_ns(pid)
+    except OSError:
+        return 0
+
+
+def machine_busy_ns():
+    """CPU time all processes have used on the machine (/proc/stat, without idle and iowait)."""
+    ticks = psutil.cpu_times()
+    return (sum(ticks[:8]) - ticks.idle - ticks.iowait) * 1e9
+
+
+def concurrency_run(run, subject, transport, concurrency, count, events):
+    """One process given `concurrency` (AWS_LAMBDA_MAX_CONCURRENCY), on the
+    machine's whole cores, against the store with a stated latency: it must
+    park that many GET /next at once; a warm-up; then `count` creates with
+    `concurrency` in flight, every worker parked again before and after the
+    window, so that the CPU clock readings frame it exactly."""
+    store = run.store(transport)
+    others = {
+        "machine, all processes": machine_busy_ns,
+        "emulator": time.process_time_ns,
+        "store proxy": lambda: proc_cpu_ns(store.proc.pid),
+        "DynamoDB Local": lambda: proc_cpu_ns(run.ddb.proc.pid),
+    }
+    with run.function(subject, transport, f" at concurrency {concurrency}", concurrency=concurrency) as fn:
+        fn.start()
+        try:
+            fn.api.wait_next(timeout=10, count=concurrency)
+        except TimeoutError:
+            fail(
+                f"{subject.name} parked only {len(fn.api.parked)} of {concurrency} GET /next at once: "
+                "does it honour AWS_LAMBDA_MAX_CONCURRENCY?"
+            )
+        check_answers(subject, fn.serve((events.create() for _ in range(max(200, 4 * concurrency))), concurrency))
+        fn.api.wait_next(count=concurrency)
+        cpu_start, others_start, started = fn.cpu(), {k: f() for k, f in others.items()}, time.perf_counter()
+        done = fn.serve((events.create() for _ in range(count)), concurrency)
+        window_s = time.perf_counter() - started
+        fn.api.wait_next(count=concurrency)
+        cpu_ms = (fn.cpu() - cpu_start) / 1e6
+        others_ms = {k: (f() - others_start[k]) / 1e6 for k, f in others.items()}
+        check_answers(subject, done)
+        # Where the machine's CPU went in the window: a harness that uses
+        # the rest of the cores bounds the rate, not the function.
+        share = {"function": cpu_ms, **others_ms}
+        return {
+            "concurrency": concurrency,
+            "invocations": count,
+            "wall_ms": [invocation.wall_ns / 1e6 for invocation in done],
+            "creates_per_s": count / window_s,
+            "cpu_per_invocation_ms": cpu_ms / count,
+            "peak_rss_kib": fn.kib(),
+            "max_parked": fn.api.max_parked,
+            "missing_echo": fn.api.missing_echo,
+            "cpu_share_of_machine": {k: v / 1e3 / window_s / len(os.sched_getaffinity(0)) for k, v in share.items()},
+        }
+
+
+WARM_CONCURRENT = 4000
+
+
+def concurrency_runs(run, subjects, args, events):
+    transport = args.concurrency_transport
+    # The Python and Node.js peers' hand-written loops take one invocation at a time.
+    rust = [subject for subject in subjects if subject.kind == "rust"]
+    out = {"transport": transport, "store_latency_ms": args.store_latency_ms, "vcpus": len(os.sched_getaffinity(0))}
+    out["subjects"] = {subject.name: {} for subject in rust}
+    if rust:
+        # DynamoDB Local's JVM compiles its concurrent paths under the first
+        # concurrent load: without this, whichever runs first pays for it.
+        log(f"warming DynamoDB Local under concurrency: {WARM_CONCURRENT} creates, {max(args.concurrency)} at once")
+        concurrency_run(run, rust[0], transport, max(args.concurrency), WARM_CONCURRENT, events)
+    for i, concurrency in enumerate(args.concurrency):
+        # Each level in another order, so that DynamoDB Local's JIT and the
+        # machine's load favour no implementation.
+        for subject in rust[i % len(rust) :] + rust[: i % len(rust)]:
+            log(f"{transport}: {subject.name}: {args.concurrency_invocations} creates at concurrency {concurrency}")
+            result = concurrency_run(run, subject, transport, concurrency, args.concurrency_invocations, events)
+            out["subjects"][subject.name][str(concurrency)] = result
+    return out
+
+
+def long_run(run, subject, transport, count, events):
+    """One process, `count` warm invocations back to back (each with a fresh
+    request and trace id, as the emulator sends), its peak and current RSS
+    read at checkpoints: a per-invocation leak shows as a peak that keeps
+    growing after the first thousands."""
+    marks = {1, 100, 1000, 2000, count} | {count * i // 10 for i in range(1, 10)}
+    marks = sorted(m for m in marks if 1 <= m <= count)
+    checkpoints = []
+    with run.function(subject, transport, " long run") as fn:
+        fn.start()
+        started, cpu_start = time.perf_counter(), fn.cpu()
+        for i in range(1, count + 1):
+            response, _, _ = fn.invoke(events.create())
+            if response.get("statusCode") != 200:
+                check_created(subject, response)
+            if i == marks[len(checkpoints)]:
+                checkpoints.append(
+                    {
+                        "invocations": i,
+                        "peak_rss_kib": fn.kib(),
+                        "rss_kib": fn.kib("VmRSS"),
+                        "elapsed_s": round(time.perf_counter() - started, 2),
+                    }
+                )
+                if i % max(1, count // 5) == 0:
+                    log(f"  long {subject.name}: {i}/{count}")
+        return {
+            "invocations": count,
+            "checkpoints": checkpoints,
+            "duration_s": time.perf_counter() - started,
+            "cpu_per_invocation_ms": (fn.cpu() - cpu_start) / 1e6 / count,
+        }
+
+
+def long_runs(run, subjects, args, events):
+    log(f"{LONG_TRANSPORT}: {args.long} warm invocations per implementation for memory over time")
+    runs = {s.name: long_run(run, s, LONG_TRANSPORT, args.long, events) for s in subjects}
+    return {"transport": LONG_TRANSPORT, "subjects": runs}
+
+
+def benchmark(args, subjects, scratch):
+    results = {"transports": {}, "load": {"before": list(os.getloadavg())}}
+    events = Events(start=10_000_000)
+    # The fixtures serve every transport any part of the run uses.
+    used = {*args.transport, *([MEMORY_TRANSPORT] if args.memory else []), *([LONG_TRANSPORT] if args.long else [])}
+    with Run(scratch, used, args.store_latency_ms) as run:
+        log(f"warming DynamoDB Local's JVM with {DDB_WARMUP} writes")
+        run.ddb.create_table("bench-jvm-warm-up")
+        run.ddb.warm("bench-jvm-warm-up", DDB_WARMUP)
+        for transport in args.transport:
+            runs = cold_and_warm(run, subjects, transport, args.cold, args.warm, events)
+            results["transports"][transport] = runs
+            results["load"][f"after_{transport}"] = list(os.getloadavg())
+
+        for part, measure in (("memory", memory_sizes), ("concurrency", concurrency_runs), ("long", long_runs)):
+            if getattr(args, part):
+                results[part] = measure(run, subjects, args, events)
+                results["load"][f"after_{part}"] = list(os.getloadavg())
+    return results
