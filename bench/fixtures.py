@@ -86,7 +86,7 @@ class Run(contextlib.ExitStack):
         return self
 
     def start(self):
-        self.ddb = self.enter_context(DynamoDBLocal(REPO, self.path("dynamodb-local.log")))
+        self.ddb = self.enter_context(DynamoDBLocal(self.path("dynamodb-local.log")))
         self.certs = make_certificates(self.path("tls")) if "https" in self.transports else None
         self.proxy = (
             self.enter_context(Proxy(self.ddb.port, self.path("tls-proxy.log"), self.certs)) if self.certs else None

