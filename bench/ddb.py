@@ -28,9 +28,10 @@ class DynamoDBLocal:
         if not self.child.alive():
             raise SystemExit(f"error: DynamoDB Local exited at start; see {self.log_path}")
         try:
-            return self.ddb.list_tables() is not None
+            self.ddb.list_tables()
         except (BotoCoreError, ClientError):
             return False
+        return True
 
     def __enter__(self):
         return self
