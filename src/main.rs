@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use futures_util::FutureExt;
 use lambda_http::{Error, tracing};
 use plant_store::config::Config;
 use plant_store::handler::App;
@@ -54,16 +55,19 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
 
     // Built once; every invocation reuses its connection pool. Its requests
     // carry their invocation's trace header (trace.rs).
-    let sdk_config = sdk::load(&trust).await;
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        with_budgets((&sdk_config).into())
-            .interceptor(TraceHeader)
-            .build(),
-    );
+    //
+    // The SDK's futures are large. Polled inline, their temporaries made
+    // `start` one stack frame of 100 KB and the invocation loop another of
+    // 85 KB, and the compiler's stack probes touch every page of a frame:
+    // 40 page faults of a cold start, a tenth of its CPU's worth of them.
+    // Boxed, each is polled in a frame of its own (docs/performance.md,
+    // "Stack frames").
+    let sdk_config = sdk::load(&trust).boxed().await;
+    let client = dynamo_client(&sdk_config);
     let store = DynamoStore::new(client, config.table_name);
     if config.prewarm {
         let started = Instant::now();
-        match store.prewarm().await {
+        match store.prewarm().boxed().await {
             Ok(()) => tracing::debug!(
                 elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
                 "connection to DynamoDB opened during init"
@@ -80,9 +84,18 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
 
     runtime::run(api, function, concurrency, move |request| {
         let app = app.clone();
-        async move { app.handle(request).await }
+        async move { app.handle(request).await }.boxed()
     })
+    .boxed()
     .await
+}
+
+/// The DynamoDB client, with the store's time budgets and the trace header.
+/// Out of line for the reason the futures in `start` are boxed: the
+/// builders' temporaries stay in this frame.
+#[inline(never)]
+fn dynamo_client(sdk_config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
+    aws_sdk_dynamodb::Client::from_conf(with_budgets(sdk_config.into()).interceptor(TraceHeader).build())
 }
 
 /// One line in the log, the same line to Lambda (so that the invoke that

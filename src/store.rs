@@ -167,15 +167,18 @@ impl PlantStore for DynamoStore {
             item.insert("tag".to_owned(), AttributeValue::S(tag.as_str().to_owned()));
         }
 
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(id)")
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
+        // Boxed: the SDK's operation future is 6 KB, and inline it would
+        // grow every frame that polls an invocation (see `start` in main.rs).
+        let result = Box::pin(
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(id)")
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .send(),
+        )
+        .await;
 
         match result {
             Ok(_) => Ok(Created::Inserted),
