@@ -145,7 +145,7 @@ def concurrency_run(run, subject, transport, concurrency, count, events):
         "machine, all processes": machine_busy_ns,
         "emulator": time.process_time_ns,
         "store proxy": lambda: proc_cpu_ns(store.proc.pid),
-        "DynamoDB Local": lambda: proc_cpu_ns(run.ddb.proc.pid),
+        "DynamoDB Local": lambda: proc_cpu_ns(run.ddb.child.popen.pid),
     }
     with run.function(subject, transport, f" at concurrency {concurrency}", concurrency=concurrency) as fn:
         fn.start()
