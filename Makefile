@@ -195,7 +195,7 @@ requirements: ## Regenerate requirements/*.txt (pins and hashes) from requiremen
 	 done
 
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-smoke soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
+.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-floor bench-smoke soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -269,6 +269,14 @@ load-short: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## The load test's
 # (several minutes the first time).
 bench: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_VENV) ## The benchmark: whole cores, Lambda's memory sizes under a CPU quota, throughput at concurrency 1-64, memory over time, cost; vs Python, Node.js and idiomatic Rust; results in bench/results/
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py $(BENCH_ARGS)
+
+# The floor under a cold start: plant-store's SDK set-up, pre-warm and
+# PutItem alone (bench/floor/, built into .tools/bench/ with the release
+# profile, a few minutes the first time), step by step, beside plant-store's
+# cold total (docs/performance.md, "The floor").
+FLOOR_ARGS ?=
+bench-floor: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## What any Rust function with this SDK pays on a cold start, step by step, against plant-store's cold total (60 each)
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/floor.py $(FLOOR_ARGS)
 
 # The idiomatic Rust peer joins the smoke once `make bench` has built it
 # (later changes rebuild in seconds on that warm cache): its first build,
