@@ -31,7 +31,10 @@ async fn a_plant_without_a_tag_is_stored_without_a_tag_attribute() {
 
     let response = app.create(r#"{"name":"Fern","id":7}"#).await;
 
-    assert_eq!((response.status, response.body), (200, json!({ "name": "Fern" })));
+    assert_eq!(
+        (response.status, response.body.clone()),
+        (200, json!({ "name": "Fern" }))
+    );
     assert_item(&app.stored(7).await.expect("stored"), 7, "Fern", None);
 }
 
@@ -44,7 +47,7 @@ async fn names_are_stored_exactly_as_sent_including_spaces_and_unicode() {
     let response = app.create(&body).await;
 
     assert_eq!(
-        (response.status, response.body),
+        (response.status, response.body.clone()),
         (200, json!({ "name": name, "tag": "ü" }))
     );
     assert_item(&app.stored(3).await.expect("stored"), 3, name, Some("ü"));
@@ -92,7 +95,7 @@ async fn a_retry_with_the_fields_in_another_order_is_still_a_retry() {
     let retry = app.create(r#"{"tag":"x","name":"Aloe","id":5}"#).await;
 
     assert_eq!(
-        (retry.status, retry.body),
+        (retry.status, retry.body.clone()),
         (200, json!({ "name": "Aloe", "tag": "x" }))
     );
 }
@@ -117,7 +120,7 @@ async fn a_different_plant_under_a_taken_id_is_a_409_and_leaves_the_stored_plant
         let response = app.create(second).await;
 
         assert_eq!(
-            (response.status, response.body),
+            (response.status, response.body.clone()),
             (
                 409,
                 json!({ "error": 40901, "message": "a different plant with id 9 already exists" })
@@ -288,7 +291,7 @@ async fn invalid_bodies_get_their_code_and_write_nothing() {
     for (case, body, code, message) in cases {
         let response = app.create(&body).await;
         assert_eq!(
-            (response.status, response.body),
+            (response.status, response.body.clone()),
             (400, json!({ "error": code, "message": message })),
             "{case}"
         );
@@ -374,7 +377,10 @@ async fn a_body_of_exactly_16_kib_is_accepted() {
 
     let response = app.create(&body).await;
 
-    assert_eq!((response.status, response.body), (200, json!({ "name": "big" })));
+    assert_eq!(
+        (response.status, response.body.clone()),
+        (200, json!({ "name": "big" }))
+    );
 }
 
 #[tokio::test]
@@ -548,7 +554,7 @@ async fn a_missing_table_is_a_500_that_names_nothing_internal() {
     let response = app.create(r#"{"id":1,"name":"a"}"#).await;
 
     assert_eq!(
-        (response.status, response.body),
+        (response.status, response.body.clone()),
         (500, json!({ "error": 50001, "message": "internal error" }))
     );
 }

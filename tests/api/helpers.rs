@@ -18,7 +18,6 @@ use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
-use lambda_http::http::HeaderMap;
 use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::{Context, Request, RequestExt};
 use plant_store::auth::Authenticator;
@@ -318,15 +317,8 @@ pub async fn send(app: &App<DynamoStore>, request: Request) -> TestResponse {
     let request_id = unique_name("request");
     let mut context = Context::default();
     context.request_id = request_id.clone();
-    let JsonResponse {
-        status,
-        headers,
-        body,
-    } = app.handle(request.with_lambda_context(context)).await.into();
     TestResponse {
-        status,
-        headers,
-        body,
+        response: app.handle(request.with_lambda_context(context)).await.into(),
         request_id,
     }
 }
@@ -375,20 +367,23 @@ pub fn unique_name(prefix: &str) -> String {
     )
 }
 
+/// An answer of the function, as JSON (`status`, `headers`, `body` and a
+/// strict `header` through `JsonResponse`), with the request id it was
+/// sent with.
 pub struct TestResponse {
-    pub status: u16,
-    pub headers: HeaderMap,
-    pub body: Value,
+    pub response: JsonResponse,
     pub request_id: String,
 }
 
-impl TestResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .get(name)
-            .map(|value| value.to_str().expect("ASCII header"))
-    }
+impl std::ops::Deref for TestResponse {
+    type Target = JsonResponse;
 
+    fn deref(&self) -> &JsonResponse {
+        &self.response
+    }
+}
+
+impl TestResponse {
     /// The headers the contract puts on every response.
     pub fn assert_standard_headers(&self) {
         assert_eq!(self.header("content-type"), Some("application/json"));
