@@ -79,7 +79,7 @@ def install_python_peer():
     if not os.path.exists(os.path.join(PY_VENV, "bin", "python")):
         subprocess.run([sys.executable, "-m", "venv", PY_VENV], check=True)
     pip = [os.path.join(PY_VENV, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, "--no-input", "-r", PY_REQUIREMENTS], check=True)
+    subprocess.run([*pip, "--no-input", "--require-hashes", "--no-deps", "-r", PY_REQUIREMENTS], check=True)
 
 
 def install_node_peer():
