@@ -195,7 +195,7 @@ requirements: ## Regenerate requirements/*.txt (pins and hashes) from requiremen
 	 done
 
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-floor bench-smoke soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
+.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-floor bench-smoke bench-tiny soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -234,6 +234,7 @@ test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deploym
 	@$(MAKE) contract
 	@$(MAKE) load-short
 	@$(MAKE) bench-smoke
+	@$(MAKE) bench-tiny
 	@$(MAKE) soak-short
 	@$(MAKE) unit
 
@@ -283,6 +284,17 @@ bench-floor: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## W
 # several minutes, would make `make test` much longer.
 bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_VENV) ## A few checked invocations of each benchmark implementation (make test runs it)
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --smoke
+
+# Every part of make bench once, with one or a few samples each and the
+# debug build, so that make test runs every line of the benchmark that the
+# smoke does not (the quota, concurrency, the long run, the report); its
+# figures mean nothing and go to a temporary folder.
+bench-tiny: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_VENV) ## Every part of the benchmark once, a sample or a few each (make test runs it; the figures mean nothing)
+	cargo build --bin plant-store
+	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
+	   --impl rust,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
+	   --concurrency 2 --concurrency-invocations 20 --long 50 --out "$$out"
 
 # The soak: one warm process, every invocation with a fresh trace id, its
 # peak RSS read at checkpoints (bench/soak.py; docs/performance.md).

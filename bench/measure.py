@@ -12,6 +12,18 @@ from subjects import fail, log
 
 # Settings the benchmark no longer takes as options, kept in results.json as before.
 DDB_WARMUP = 3000  # writes to warm DynamoDB Local's JVM first
+
+
+def warm_up(full, measured):
+    """A warm-up no longer than ten times what it prepares: the full run's
+    as it is, a tiny run's (make bench-tiny) a few seconds."""
+    return min(full, 10 * measured)
+
+
+def ddb_warmup(args):
+    return warm_up(DDB_WARMUP, max(args.cold, args.warm))
+
+
 MEMORY_TRANSPORT, LONG_TRANSPORT = "https", "http"
 
 
@@ -193,8 +205,9 @@ def concurrency_runs(run, subjects, args, events):
     if rust:
         # DynamoDB Local's JVM compiles its concurrent paths under the first
         # concurrent load: without this, whichever runs first pays for it.
-        log(f"warming DynamoDB Local under concurrency: {WARM_CONCURRENT} creates, {max(args.concurrency)} at once")
-        concurrency_run(run, rust[0], transport, max(args.concurrency), WARM_CONCURRENT, events)
+        count = warm_up(WARM_CONCURRENT, args.concurrency_invocations)
+        log(f"warming DynamoDB Local under concurrency: {count} creates, {max(args.concurrency)} at once")
+        concurrency_run(run, rust[0], transport, max(args.concurrency), count, events)
     for i, concurrency in enumerate(args.concurrency):
         # Each level in another order, so that DynamoDB Local's JIT and the
         # machine's load favour no implementation.
@@ -251,9 +264,9 @@ def benchmark(args, subjects, scratch):
     # The fixtures serve every transport any part of the run uses.
     used = {*args.transport, *([MEMORY_TRANSPORT] if args.memory else []), *([LONG_TRANSPORT] if args.long else [])}
     with Run(scratch, used, args.store_latency_ms) as run:
-        log(f"warming DynamoDB Local's JVM with {DDB_WARMUP} writes")
+        log(f"warming DynamoDB Local's JVM with {ddb_warmup(args)} writes")
         run.ddb.create_table("bench-jvm-warm-up")
-        run.ddb.warm("bench-jvm-warm-up", DDB_WARMUP)
+        run.ddb.warm("bench-jvm-warm-up", ddb_warmup(args))
         for transport in args.transport:
             runs = cold_and_warm(run, subjects, transport, args.cold, args.warm, events)
             results["transports"][transport] = runs

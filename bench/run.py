@@ -37,7 +37,7 @@ import psutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
-from measure import DDB_WARMUP, benchmark  # noqa: E402
+from measure import benchmark, ddb_warmup  # noqa: E402
 from smoke import smoke  # noqa: E402
 from subjects import HERE, RUST_PEER_TARGET, fail, install_peers, log, subjects_for  # noqa: E402
 
@@ -158,7 +158,7 @@ def main(argv=None):
             return 0 if ok else 1
         started = time.time()
         results = benchmark(args, subjects, scratch)
-        values = vars(args) | {"ddb_warmup": DDB_WARMUP}
+        values = vars(args) | {"ddb_warmup": ddb_warmup(args)}
         results.update(
             {
                 "schema": 1,
