@@ -178,6 +178,7 @@ fn region_in(env: impl Fn(&str) -> Option<String>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
 
     type Environment<'a> = &'a [(&'a str, &'a str)];
 
@@ -226,7 +227,6 @@ mod tests {
             assert_eq!(region_in(environment(pairs)), *region, "{pairs:?}");
         }
     }
-    use sha2::{Digest, Sha256};
 
     #[test]
     fn the_built_in_roots_are_amazon_trust_services_five_unchanged() {
