@@ -28,6 +28,10 @@ pub enum ApiError {
     Conflict(PlantId),
     /// Worth a retry; the cause is for the log only.
     Unavailable(Box<dyn std::error::Error + Send + Sync>),
+    /// The invocation's deadline came before the store (or the issuer)
+    /// answered. The write may still land; a retry of the same create is
+    /// idempotent, so the client can always retry.
+    DeadlineExceeded(Waiting),
     /// Our fault; the cause is for the log only.
     Internal(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -46,7 +50,9 @@ impl ApiError {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Auth(AuthError::MissingCredentials | AuthError::InvalidToken) => StatusCode::UNAUTHORIZED,
             Self::Auth(AuthError::InsufficientScope { .. }) => StatusCode::FORBIDDEN,
-            Self::Auth(AuthError::Unavailable) | Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Auth(AuthError::Unavailable) | Self::Unavailable(_) | Self::DeadlineExceeded(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Body(_) => StatusCode::BAD_REQUEST,
@@ -79,6 +85,7 @@ impl ApiError {
             Self::UnsupportedMediaType => 41501,
             Self::Internal(_) => 50001,
             Self::Auth(AuthError::Unavailable) | Self::Unavailable(_) => 50301,
+            Self::DeadlineExceeded(_) => 50302,
         }
     }
 
@@ -93,6 +100,10 @@ impl ApiError {
             Self::Body(err) => err.to_string(),
             Self::Conflict(id) => format!("a different plant with id {id} already exists"),
             Self::Unavailable(_) => "the store is temporarily unavailable; retry later".to_owned(),
+            Self::DeadlineExceeded(_) => {
+                "the request could not be completed in time; retry it (a retry of the same create is safe)"
+                    .to_owned()
+            }
             Self::Internal(_) => "internal error".to_owned(),
         }
     }
@@ -121,7 +132,7 @@ impl ApiError {
                 r#"Bearer realm="plants", error="insufficient_scope", scope="{scope}""#
             )),
             Self::MethodNotAllowed => Some((ALLOW, HeaderValue::from_static("POST"))),
-            Self::Auth(AuthError::Unavailable) | Self::Unavailable(_) => {
+            Self::Auth(AuthError::Unavailable) | Self::Unavailable(_) | Self::DeadlineExceeded(_) => {
                 Some((RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS)))
             }
             _ => None,
@@ -133,10 +144,31 @@ impl ApiError {
     pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync)> {
         match self {
             Self::Unavailable(cause) | Self::Internal(cause) => Some(cause.as_ref()),
+            Self::DeadlineExceeded(waiting) => Some(waiting),
             _ => None,
         }
     }
 }
+
+/// What an invocation was waiting for when its deadline came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// The issuer's keys (a JWKS or discovery fetch).
+    Issuer,
+    /// DynamoDB (the `PutItem`, its retries included).
+    Store,
+}
+
+impl std::fmt::Display for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Issuer => "the invocation's deadline came before the issuer's keys were fetched",
+            Self::Store => "the invocation's deadline came before DynamoDB answered",
+        })
+    }
+}
+
+impl std::error::Error for Waiting {}
 
 impl From<AuthError> for ApiError {
     fn from(err: AuthError) -> Self {
@@ -225,6 +257,8 @@ mod tests {
             (ApiError::PayloadTooLarge, 413, 41301),
             (ApiError::UnsupportedMediaType, 415, 41501),
             (StoreError::Unavailable("timeout".into()).into(), 503, 50301),
+            (ApiError::DeadlineExceeded(Waiting::Store), 503, 50302),
+            (ApiError::DeadlineExceeded(Waiting::Issuer), 503, 50302),
             (StoreError::Internal("no table".into()).into(), 500, 50001),
         ];
         for (err, status, code) in cases {
@@ -288,6 +322,8 @@ mod tests {
         );
         let unavailable = ApiError::from(StoreError::Unavailable("throttled".into()));
         assert_eq!(header(&unavailable, RETRY_AFTER).as_deref(), Some("1"));
+        let late = ApiError::DeadlineExceeded(Waiting::Store);
+        assert_eq!(header(&late, RETRY_AFTER).as_deref(), Some("1"));
         assert!(ApiError::NotFound.headers().is_empty());
         assert!(ApiError::from(BodyError::Empty).headers().is_empty());
     }

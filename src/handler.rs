@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use tokio::time::timeout_at;
+
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::request::RequestContext;
@@ -11,8 +13,9 @@ use lambda_http::{Body, Request, RequestExt, Response, tracing};
 use serde::Serialize;
 
 use crate::auth::Authenticator;
+use crate::deadline::{self, ANSWER_MARGIN};
 use crate::envelope::Repairs;
-use crate::error::ApiError;
+use crate::error::{ApiError, Waiting};
 use crate::logging::Chain;
 use crate::plant::{BodyError, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
@@ -53,13 +56,28 @@ impl<S: PlantStore> App<S> {
 
     /// Serves one request. Never fails: an `Err` out of a Lambda HTTP
     /// handler would reach the client as a bare 502 from API Gateway.
+    ///
+    /// Never waits past the invocation's deadline either: at
+    /// [`ANSWER_MARGIN`] before it, whatever the request is waiting for
+    /// (DynamoDB, the issuer) is dropped and the answer is a 503 with
+    /// `error` 50302, so that the invocation ends by itself and its worker
+    /// takes the next one (`deadline.rs` says why).
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let started = Instant::now();
-        let mut plant_id = None;
-        let mut store_latency = None;
-        let outcome = self
-            .create_plant(&request, &mut plant_id, &mut store_latency)
-            .await;
+        let mut progress = Progress::default();
+        let work = self.create_plant(&request, &mut progress);
+        let outcome = match answer_by(&request) {
+            None => work.await,
+            Some(cut) => {
+                let finished = timeout_at(cut.into(), work).await;
+                finished.unwrap_or_else(|_elapsed| Err(progress.cut_short()))
+            }
+        };
+        let Progress {
+            plant_id,
+            store_latency,
+            ..
+        } = progress;
 
         let context = request.lambda_context_ref();
         let request_id = context.map(|context| context.request_id.as_str());
@@ -115,8 +133,7 @@ impl<S: PlantStore> App<S> {
     async fn create_plant(
         &self,
         request: &Request,
-        plant_id: &mut Option<PlantId>,
-        store_latency: &mut Option<Duration>,
+        progress: &mut Progress,
     ) -> Result<(Plant, Created), ApiError> {
         if route_path(request) != PLANTS_PATH {
             return Err(ApiError::NotFound);
@@ -141,13 +158,50 @@ impl<S: PlantStore> App<S> {
             return Err(BodyError::NotBase64.into());
         }
         let plant = NewPlant::from_json(body)?;
-        *plant_id = Some(plant.id);
+        progress.plant_id = Some(plant.id);
 
         let store_started = Instant::now();
+        progress.store_started = Some(store_started);
         let created = self.store.create(&plant).await;
-        *store_latency = Some(store_started.elapsed());
+        progress.store_latency = Some(store_started.elapsed());
         Ok((Plant::from(&plant), created?))
     }
+}
+
+/// How far a request got, for its log line and metrics, also when its
+/// deadline cut it short.
+#[derive(Debug, Default)]
+struct Progress {
+    plant_id: Option<PlantId>,
+    store_started: Option<Instant>,
+    store_latency: Option<Duration>,
+}
+
+impl Progress {
+    /// The deadline came: what the request was waiting for then. Only the
+    /// issuer and the store are waited for; everything else is CPU work
+    /// between two awaits, which a deadline cannot interrupt.
+    fn cut_short(&mut self) -> ApiError {
+        ApiError::DeadlineExceeded(match self.store_started {
+            Some(store_started) => {
+                self.store_latency = Some(store_started.elapsed());
+                Waiting::Store
+            }
+            None => Waiting::Issuer,
+        })
+    }
+}
+
+/// When the handler stops waiting: [`ANSWER_MARGIN`] before the
+/// invocation's deadline. None without a Lambda context, or with the
+/// `Context::default()` deadline of 0, which no invocation has (tests and
+/// tools that drive the handler directly).
+fn answer_by(request: &Request) -> Option<Instant> {
+    let deadline_ms = request.lambda_context_ref()?.deadline;
+    if deadline_ms == 0 {
+        return None;
+    }
+    deadline::before(deadline_ms, ANSWER_MARGIN)
 }
 
 /// The path the client asked for, relative to the API, whatever the front

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod deadline;
 pub mod envelope;
 pub mod error;
 pub mod handler;

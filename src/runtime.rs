@@ -13,12 +13,26 @@
 //!
 //! The loop is kept small; everything else is still the runtime's: its
 //! Runtime API client, `Context` and `Config`, and `lambda_http`'s event
-//! types and conversions (`envelope.rs`). Like `lambda_runtime`, it catches
-//! a panic in the handler, reports that invocation as failed and serves on;
-//! it echoes each invocation's `Lambda-Runtime-Invocation-Id` on its answer,
-//! so that a late answer to an invocation that timed out can never be taken
-//! for another's; and a worker ends only when the Runtime API cannot be
-//! reached, the process when no worker is left.
+//! types (`envelope.rs`). A fault costs at most the invocation it hits:
+//! - a panic anywhere in an invocation (decoding its event, the handler,
+//!   encoding its answer) fails that invocation with an `/error`, and the
+//!   worker serves on;
+//! - a handler still running shortly before the invocation's deadline is
+//!   dropped and the invocation failed, so that its worker is free again
+//!   (ours answers 503 by itself before that: `handler.rs`, `deadline.rs`);
+//! - a Runtime API call that fails at the transport level or with a 5xx is
+//!   tried again after a short pause ([`RETRY_PAUSES`], 0.8 s in all); an
+//!   answer refused with 410 (the invocation is over for Lambda) or another
+//!   4xx is logged and the worker serves on;
+//! - a Runtime API that stays unreachable stops every worker; those with an
+//!   invocation answer it first; then the process exits non-zero and Lambda
+//!   replaces the environment. It never serves on with fewer workers than
+//!   it announced.
+//!
+//! Each answer echoes its invocation's `Lambda-Runtime-Invocation-Id`, so
+//! that a late answer to an invocation that timed out can never be taken
+//! for another's, and each invocation's log lines carry its request id,
+//! trace id and, in Lambda's tenant isolation mode, its `tenant_id`.
 //!
 //! `AWS_LAMBDA_MAX_CONCURRENCY`, which Lambda sets on Managed Instances,
 //! says how many invocations the environment takes at once: that many
@@ -28,6 +42,7 @@
 use std::num::NonZeroU32;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::FutureExt;
 use http_body_util::BodyExt;
@@ -38,8 +53,10 @@ use lambda_http::tracing::{self, Instrument};
 use lambda_http::{Body, Error, Request, RequestExt, Response};
 use lambda_runtime_api_client::body::Body as ApiBody;
 use lambda_runtime_api_client::{PooledClient, build_request};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::deadline::{self, BACKSTOP_MARGIN};
 use crate::{envelope, telemetry, trace};
 
 const API_PREFIX: &str = "/2018-06-01/runtime";
@@ -48,6 +65,8 @@ const DEADLINE_MS: &str = "lambda-runtime-deadline-ms";
 const ERROR_TYPE: &str = "lambda-runtime-function-error-type";
 const INVOCATION_ID: &str = "lambda-runtime-invocation-id";
 const TRACE_ID: &str = "lambda-runtime-trace-id";
+/// Lambda's tenant isolation mode: the tenant the invocation is for.
+const TENANT_ID: &str = "lambda-runtime-aws-tenant-id";
 /// Set by Lambda on Managed Instances: invocations one environment takes at once.
 pub const MAX_CONCURRENCY: &str = "AWS_LAMBDA_MAX_CONCURRENCY";
 
@@ -166,20 +185,34 @@ impl RuntimeApi {
         .await
     }
 
+    /// The next invocation: its headers and payload. A transport failure or
+    /// a 5xx is tried again (see [`RETRY_PAUSES`]); any other answer but 200
+    /// is final.
     async fn next(&self) -> Result<(HeaderMap, Bytes), Error> {
-        let request = build_request()
-            .method(Method::GET)
-            .uri(format!("{API_PREFIX}/invocation/next"))
-            .body(ApiBody::empty())?;
-        let response = self.client.call(request).await?;
-        let (parts, body) = response.into_parts();
-        let body = body.collect().await?.to_bytes();
-        if parts.status != StatusCode::OK {
-            return Err(format!("the Runtime API answered {} to next", parts.status).into());
-        }
-        Ok((parts.headers, body))
+        retrying("next", || async {
+            let request = build_request()
+                .method(Method::GET)
+                .uri(format!("{API_PREFIX}/invocation/next"))
+                .body(ApiBody::empty())
+                .map_err(|err| Attempt::Final(err.into()))?;
+            let response = self.client.call(request).await.map_err(Attempt::Again)?;
+            let (parts, body) = response.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(|err| Attempt::Again(err.into()))?
+                .to_bytes();
+            match parts.status {
+                StatusCode::OK => Ok((parts.headers, body)),
+                status => Err(Attempt::after(status, "next")),
+            }
+        })
+        .await
     }
 
+    /// Posts an answer (or an error report). A transport failure or a 5xx
+    /// is tried again; a refusal (4xx) is logged and not: Lambda has decided
+    /// about this invocation, and the worker serves on.
     async fn post(
         &self,
         path: String,
@@ -187,20 +220,39 @@ impl RuntimeApi {
         invocation_id: Option<&HeaderValue>,
         body: Vec<u8>,
     ) -> Result<(), Error> {
-        let mut request = build_request().method(Method::POST).uri(path);
-        if let Some(error_type) = error_type {
-            request = request.header(ERROR_TYPE, error_type);
-        }
-        if let Some(invocation_id) = invocation_id {
-            request = request.header(INVOCATION_ID, invocation_id);
-        }
-        let response = self.client.call(request.body(ApiBody::from(body))?).await?;
-        let status = response.status();
-        // Read the (small) answer to the end, so the connection goes back
-        // to the pool instead of being closed and opened again.
-        response.into_body().collect().await?;
-        if !status.is_success() {
-            // 400 / 413 / 500: Lambda refused this answer; the next `next`
+        let body = Bytes::from(body);
+        let status = retrying("an answer", || async {
+            let mut request = build_request().method(Method::POST).uri(&path);
+            if let Some(error_type) = error_type {
+                request = request.header(ERROR_TYPE, error_type);
+            }
+            if let Some(invocation_id) = invocation_id {
+                request = request.header(INVOCATION_ID, invocation_id);
+            }
+            let request = request
+                .body(ApiBody::from(body.clone()))
+                .map_err(|err| Attempt::Final(err.into()))?;
+            let response = self.client.call(request).await.map_err(Attempt::Again)?;
+            let status = response.status();
+            // Read the (small) answer to the end, so the connection goes
+            // back to the pool instead of being closed and opened again.
+            response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|err| Attempt::Again(err.into()))?;
+            if status.is_server_error() {
+                return Err(Attempt::after(status, "an answer"));
+            }
+            Ok(status)
+        })
+        .await?;
+        if status == StatusCode::GONE {
+            // The invocation is over for Lambda (it timed out, or was
+            // answered already): nothing to do but take the next one.
+            tracing::warn!("the Runtime API no longer takes an answer for this invocation (410 Gone)");
+        } else if !status.is_success() {
+            // 400 / 403 / 413: Lambda refused this answer; the next `next`
             // tells whether the environment is still usable.
             tracing::error!(
                 status = status.as_u16(),
@@ -209,6 +261,60 @@ impl RuntimeApi {
         }
         Ok(())
     }
+}
+
+/// How long a worker waits before each new try of a Runtime API call that
+/// failed at the transport level or with a 5xx: 0.8 s in all. Lambda's
+/// Runtime API is on the same host; a failure that lasts longer is not a
+/// passing one, and the process exits so that Lambda replaces the
+/// environment (on Managed Instances nothing else would).
+pub const RETRY_PAUSES: [Duration; 5] = [
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(200),
+    Duration::from_millis(400),
+];
+
+/// One try of a Runtime API call that did not succeed.
+enum Attempt {
+    /// A transport failure or a 5xx: worth another try.
+    Again(Error),
+    /// Nothing another try could change.
+    Final(Error),
+}
+
+impl Attempt {
+    fn after(status: StatusCode, call: &str) -> Self {
+        let cause = format!("the Runtime API answered {status} to {call}").into();
+        if status.is_server_error() {
+            Self::Again(cause)
+        } else {
+            Self::Final(cause)
+        }
+    }
+}
+
+/// Runs `call` until it succeeds, fails for good, or has failed
+/// `RETRY_PAUSES.len() + 1` times.
+async fn retrying<T, C, F>(what: &str, mut call: C) -> Result<T, Error>
+where
+    C: FnMut() -> F,
+    F: Future<Output = Result<T, Attempt>>,
+{
+    for pause in RETRY_PAUSES {
+        match call().await {
+            Ok(value) => return Ok(value),
+            Err(Attempt::Final(cause)) => return Err(cause),
+            Err(Attempt::Again(cause)) => {
+                tracing::warn!(cause = %cause, retry_in_ms = pause.as_millis(), "a Runtime API call ({what}) failed");
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+    call()
+        .await
+        .map_err(|(Attempt::Again(cause) | Attempt::Final(cause))| cause)
 }
 
 /// Lambda sets `host:port`; emulators such as `cargo lambda watch` set a
@@ -240,10 +346,17 @@ pub fn function_config_from_env() -> Result<FunctionConfig, StartError> {
     })
 }
 
-/// Serves invocations until the Runtime API fails: `concurrency` workers,
-/// each taking one invocation at a time. A single worker runs on the calling
-/// task; several are spawned as tasks, so that a multi-threaded runtime
-/// spreads them over its threads, and the calling task waits for them.
+/// Serves invocations until the Runtime API fails for good:
+/// `concurrency` workers, each taking one invocation at a time. A single
+/// worker runs on the calling task; several are spawned as tasks, so that a
+/// multi-threaded runtime spreads them over its threads.
+///
+/// When one worker cannot reach the Runtime API any more (after
+/// [`RETRY_PAUSES`]), every worker stops taking invocations, those in
+/// flight are finished and answered (each by its deadline), and `run`
+/// returns the cause: `main` then exits non-zero, and Lambda replaces the
+/// environment. An environment never serves on with fewer workers than it
+/// announced.
 pub async fn run<H, F>(
     api: RuntimeApi,
     config: FunctionConfig,
@@ -256,40 +369,55 @@ where
 {
     let api = Arc::new(api);
     let config = Arc::new(config);
+    let (stop, stopped) = watch::channel(false);
     if !concurrency.is_concurrent() {
-        return Err(serve(&api, &config, &handler).await);
+        return serve(&api, &config, &handler, stopped).await;
     }
     let mut workers = JoinSet::new();
     for _ in 0..concurrency.get() {
-        let (api, config, handler) = (api.clone(), config.clone(), handler.clone());
-        workers.spawn(async move { serve(&api, &config, &handler).await });
+        let (api, config, handler, stopped) = (api.clone(), config.clone(), handler.clone(), stopped.clone());
+        workers.spawn(async move { serve(&api, &config, &handler, stopped).await });
     }
     tracing::debug!(workers = concurrency.get(), "serving invocations concurrently");
-    let mut last = None;
+    let mut first = None;
     while let Some(ended) = workers.join_next().await {
-        // A worker ends only when the Runtime API failed it; the others may
-        // still be served, so the process stays while any is left.
         let cause: Error = match ended {
-            Ok(cause) => cause,
+            Ok(Ok(())) => continue,
+            Ok(Err(cause)) => cause,
+            // Everything a worker runs for an invocation is inside its
+            // guard; this is the loop's own code failing.
             Err(join) => format!("a worker stopped: {join}").into(),
         };
-        tracing::error!(remaining = workers.len(), cause = %cause, "a worker ended");
-        last = Some(cause);
+        if first.is_none() {
+            tracing::error!(cause = %cause, "a worker cannot serve on; finishing the invocations in flight, then exiting");
+            stop.send_replace(true);
+            first = Some(cause);
+        }
     }
-    Err(last.unwrap_or_else(|| "no worker was started".into()))
+    Err(first.unwrap_or_else(|| "no worker was started".into()))
 }
 
 /// One worker: `next`, the handler, the answer, until a Runtime API call
-/// fails; returns why.
-async fn serve<H, F>(api: &RuntimeApi, config: &Arc<FunctionConfig>, handler: &H) -> Error
+/// fails for good (its cause) or another worker's did (`Ok`, once this
+/// worker's invocation in flight, if any, is answered).
+async fn serve<H, F>(
+    api: &RuntimeApi,
+    config: &Arc<FunctionConfig>,
+    handler: &H,
+    mut stopped: watch::Receiver<bool>,
+) -> Result<(), Error>
 where
     H: Fn(Request) -> F,
     F: Future<Output = Response<Body>>,
 {
     loop {
-        let (headers, payload) = match api.next().await {
-            Ok(next) => next,
-            Err(err) => return err,
+        // A worker that waits for an invocation when another has failed for
+        // good stops waiting. Should Lambda hand it one in that very instant,
+        // that invocation times out; a retry of the same create is idempotent.
+        let (headers, payload) = tokio::select! {
+            biased;
+            next = api.next() => next?,
+            _ = stopped.wait_for(|stopped| *stopped) => return Ok(()),
         };
         // Without its id an invocation cannot even be answered: Lambda broke
         // its own contract, and a fresh environment is the way out.
@@ -298,24 +426,47 @@ where
             .and_then(|id| id.to_str().ok())
             .filter(|id| !id.is_empty())
         else {
-            return "the Runtime API sent an invocation without a request id".into();
+            return Err("the Runtime API sent an invocation without a request id".into());
         };
-        let trace_id = headers
-            .get(TRACE_ID)
-            .map(|value| String::from_utf8_lossy(value.as_bytes()));
-        // Lines written while this invocation is served carry its ids, as
-        // its request line does (the trace id's root, the id X-Ray shows).
+        let text = |name| {
+            headers
+                .get(name)
+                .map(|value| String::from_utf8_lossy(value.as_bytes()))
+        };
+        let trace_id = text(TRACE_ID);
+        let tenant_id = text(TENANT_ID);
+        // Lines written while this invocation is served and answered carry
+        // its ids, as its request line does (the trace id's root, the id
+        // X-Ray shows).
         let span = tracing::info_span!(
             "invocation",
             request_id,
-            xray_trace_id = trace_id.as_deref().and_then(telemetry::trace_root)
+            xray_trace_id = trace_id.as_deref().and_then(telemetry::trace_root),
+            tenant_id = tenant_id.as_deref(),
         );
-        let answer = trace::scope(
+        // Everything the invocation runs is inside the guard: a panic
+        // anywhere fails this invocation, and the worker serves on. Its SDK
+        // requests carry its trace header (`trace.rs`).
+        let invocation = trace::scope(
             trace_id.as_deref(),
             invoke(config, &headers, request_id, &payload, handler),
-        )
-        .instrument(span)
-        .await;
+        );
+        let answer = AssertUnwindSafe(invocation)
+            .catch_unwind()
+            .instrument(span.clone())
+            .await
+            .unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|text| (*text).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".to_owned());
+                tracing::error!(request_id, error = %message, "invocation failed: it panicked");
+                Err(Diagnostic {
+                    error_type: "Runtime.HandlerPanicked".to_owned(),
+                    error_message: format!("the invocation panicked: {message}"),
+                })
+            });
         let (path, error_type, body) = match answer {
             Ok(response) => (
                 format!("{API_PREFIX}/invocation/{request_id}/response"),
@@ -328,12 +479,9 @@ where
                 json(&diagnostic),
             ),
         };
-        if let Err(err) = api
-            .post(path, error_type.as_deref(), headers.get(INVOCATION_ID), body)
-            .await
-        {
-            return err;
-        }
+        api.post(path, error_type.as_deref(), headers.get(INVOCATION_ID), body)
+            .instrument(span)
+            .await?;
     }
 }
 
@@ -357,16 +505,15 @@ where
         }
     };
     // `Context::new` panics without a deadline; check it first.
-    if headers
+    let Some(deadline_ms) = headers
         .get(DEADLINE_MS)
         .and_then(|value| value.to_str().ok()?.parse::<u64>().ok())
-        .is_none()
-    {
+    else {
         return Err(failed(
             "Runtime.InvalidInvocation",
             "the Runtime API sent no valid deadline".to_owned(),
         ));
-    }
+    };
     let context = Context::new(request_id, config.clone(), headers).map_err(|err| {
         failed(
             "Runtime.InvalidInvocation",
@@ -374,24 +521,20 @@ where
         )
     })?;
     let decoded = envelope::decode(payload).map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
-
     let request = decoded.request.with_lambda_context(context);
-    // The call is inside the caught future too, so a handler that panics
-    // before its first await fails its invocation the same way.
-    let response = AssertUnwindSafe(async { handler(request).await })
-        .catch_unwind()
-        .await
-        .map_err(|panic| {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|text| (*text).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "the handler panicked".to_owned());
-            failed(
-                "Runtime.HandlerPanicked",
-                format!("the handler panicked: {message}"),
-            )
-        })?;
+    // The handler keeps to the deadline by itself (it answers 503 before
+    // it); this is for one that does not, so that its worker is not held.
+    let response = match deadline::before(deadline_ms, BACKSTOP_MARGIN) {
+        None => handler(request).await,
+        Some(cut) => tokio::time::timeout_at(cut.into(), handler(request))
+            .await
+            .map_err(|_elapsed| {
+                failed(
+                    "Runtime.DeadlineExceeded",
+                    "the handler had not answered shortly before the invocation's deadline".to_owned(),
+                )
+            })?,
+    };
     Ok(envelope::encode(decoded.origin, response).await)
 }
 

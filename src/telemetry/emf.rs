@@ -41,7 +41,7 @@ struct Metric {
 /// of requests; `ColdStart` is present on the first invocation only and
 /// `StoreLatency` only when DynamoDB was called, as Powertools would emit them.
 pub(super) struct Metrics {
-    list: [Option<Metric>; 10],
+    list: [Option<Metric>; 11],
 }
 
 impl Metrics {
@@ -73,6 +73,7 @@ impl Metrics {
                 count("AuthRejected", matches!(status, 401 | 403)),
                 count("ServerError", (500..600).contains(&status)),
                 count("StoreUnavailable", status == 503),
+                count("DeadlineExceeded", invocation.error == Some(50302)),
                 ms("Latency", invocation.latency),
                 invocation
                     .store_latency

@@ -126,6 +126,7 @@ impl Telemetry {
             function_arn = context.map(|context| context.invoked_function_arn.as_str()),
             function_request_id = request_id,
             xray_trace_id = trace_id,
+            tenant_id = context.and_then(|context| context.tenant_id.as_deref()),
             envelope = invocation.envelope.map(tracing::field::display),
             "request"
         );
@@ -239,13 +240,15 @@ mod tests {
                         "Metrics": [
                             count("ColdStart"), count("PlantCreated"), count("PlantReplayed"),
                             count("PlantConflict"), count("ClientError"), count("AuthRejected"),
-                            count("ServerError"), count("StoreUnavailable"), ms("Latency"), ms("StoreLatency"),
+                            count("ServerError"), count("StoreUnavailable"), count("DeadlineExceeded"),
+                            ms("Latency"), ms("StoreLatency"),
                         ],
                     }],
                 },
                 "service": "plant-store",
                 "ColdStart": 1, "PlantCreated": 1, "PlantReplayed": 0, "PlantConflict": 0,
                 "ClientError": 0, "AuthRejected": 0, "ServerError": 0, "StoreUnavailable": 0,
+                "DeadlineExceeded": 0,
                 "Latency": 1.5, "StoreLatency": 2.0,
             })
         );

@@ -72,14 +72,18 @@ async fn eight_workers_park_eight_nexts_and_answer_each_invocation_under_its_own
     .await;
 
     assert_eq!(
-        ended.expect_err("every worker ends once next fails").to_string(),
-        "the Runtime API answered 500 Internal Server Error to next"
+        ended
+            .expect_err("every worker stops once next fails for good")
+            .to_string(),
+        "the Runtime API answered 403 Forbidden to next"
     );
     assert_eq!(api.max_parked(), 8, "eight next calls parked at once");
-    assert_eq!(
-        api.nexts().len(),
-        40 + 8,
-        "every invocation, then one 500 per worker"
+    // Every invocation, then the 403 that stops every worker: at most one
+    // more `next` per worker (a worker stopped while it waited sends none).
+    assert!(
+        (40 + 1..=40 + 8).contains(&api.nexts().len()),
+        "{}",
+        api.nexts().len()
     );
     let answers = by_request_id(api.posted.try_iter().collect());
     assert_eq!(answers.len(), 40);
@@ -112,10 +116,12 @@ async fn a_panic_fails_only_its_own_invocation_and_every_worker_serves_on() {
     })
     .await;
 
-    assert_eq!(
-        api.nexts().len(),
-        16 + 4,
-        "no worker ended before the Runtime API failed it"
+    // Every invocation, then the 403 that stops every worker: a panic
+    // ended no worker (the answers below are all there).
+    assert!(
+        (16 + 1..=16 + 4).contains(&api.nexts().len()),
+        "{}",
+        api.nexts().len()
     );
     let answers = by_request_id(api.posted.try_iter().collect());
     for (n, invocation) in sent.iter().enumerate() {
@@ -124,7 +130,7 @@ async fn a_panic_fails_only_its_own_invocation_and_every_worker_serves_on() {
             assert!(posted.path.ends_with("/error"), "{}", posted.path);
             assert_eq!(
                 posted.body,
-                json!({ "errorType": "Runtime.HandlerPanicked", "errorMessage": "the handler panicked: a bug" })
+                json!({ "errorType": "Runtime.HandlerPanicked", "errorMessage": "the invocation panicked: a bug" })
             );
         } else {
             assert!(posted.path.ends_with("/response"), "{}", posted.path);

@@ -15,6 +15,7 @@ mod helpers;
 mod jwt;
 mod prewarm;
 mod properties;
+mod resilience;
 mod runtime_api;
 mod runtime_fake;
 mod startup;

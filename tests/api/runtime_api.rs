@@ -82,11 +82,8 @@ async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answe
     })
     .await;
 
-    let err = ended.expect_err("the loop ends when next fails");
-    assert_eq!(
-        err.to_string(),
-        "the Runtime API answered 500 Internal Server Error to next"
-    );
+    let err = ended.expect_err("the loop ends when next fails for good");
+    assert_eq!(err.to_string(), "the Runtime API answered 403 Forbidden to next");
     let seen = seen.lock().expect("seen");
     assert_eq!(seen.len(), 2);
     for ((context, body, trace_header), (invocation, text)) in
@@ -148,7 +145,7 @@ async fn a_panicking_handler_fails_only_its_own_invocation() {
     assert_eq!(failed.path, "/2018-06-01/runtime/invocation/req-panics/error");
     assert_eq!(
         failed.body,
-        json!({ "errorType": "Runtime.HandlerPanicked", "errorMessage": "the handler panicked: a bug" })
+        json!({ "errorType": "Runtime.HandlerPanicked", "errorMessage": "the invocation panicked: a bug" })
     );
     assert_eq!(
         failed
@@ -214,7 +211,7 @@ async fn the_invocation_id_is_echoed_exactly_on_its_own_answer_and_nowhere_else(
     assert_eq!(
         nexts.len(),
         4,
-        "three invocations, then the 500 that ends the loop"
+        "three invocations, then the 403 that ends the loop"
     );
     assert!(
         nexts

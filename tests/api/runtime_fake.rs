@@ -1,10 +1,11 @@
 //! A stand-in for the Lambda Runtime API on loopback, speaking its contract:
 //! `GET …/invocation/next` with the request id, deadline, function ARN,
-//! trace id and invocation id headers; `POST …/{id}/response`, `…/{id}/error`
-//! and `…/init/error`. A thread per connection, so that several `next` can
-//! be parked at once, as on Lambda Managed Instances; it can hold every
-//! `next` back until a given number are parked, which shows that the
-//! function polls that many at once.
+//! trace id, invocation id and tenant id headers; `POST …/{id}/response`,
+//! `…/{id}/error` and `…/init/error`. A thread per connection, so that
+//! several `next` can be parked at once, as on Lambda Managed Instances; it
+//! can hold every `next` back until a given number are parked, which shows
+//! that the function polls that many at once. It can also fail calls on
+//! purpose (a status, or a connection dropped), once each, in order.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -12,7 +13,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lambda_http::http::Uri;
 use plant_store::auth::StaticTokens;
@@ -37,6 +38,7 @@ pub(crate) struct Invocation {
     pub trace_id: String,
     pub invocation_id: Option<String>,
     pub deadline_ms: Option<u64>,
+    pub tenant_id: Option<String>,
 }
 
 impl Invocation {
@@ -54,7 +56,20 @@ impl Invocation {
             ),
             invocation_id: Some(format!("{:032x}", hash.rotate_left(17))),
             deadline_ms: Some(4_102_444_800_000),
+            tenant_id: None,
         }
+    }
+
+    /// Due `within` from now, as Lambda sets it from the function's timeout.
+    pub fn due_in(mut self, within: Duration) -> Self {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970");
+        self.deadline_ms = Some(u64::try_from((now + within).as_millis()).expect("ms fit in u64"));
+        self
+    }
+
+    pub fn for_tenant(mut self, tenant_id: &str) -> Self {
+        self.tenant_id = Some(tenant_id.to_owned());
+        self
     }
 
     pub fn without_deadline(mut self) -> Self {
@@ -89,6 +104,8 @@ pub(crate) struct Posted {
     pub path: String,
     pub headers: HashMap<String, String>,
     pub body: Value,
+    /// When the stand-in had read it, by the wall clock deadlines use.
+    pub received: SystemTime,
 }
 
 impl Posted {
@@ -106,9 +123,30 @@ impl Posted {
     }
 }
 
+/// A call the stand-in fails on purpose instead of answering it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// Answered with this status and an empty body.
+    Status(u16),
+    /// The connection is closed without an answer.
+    Drop,
+}
+
 #[derive(Debug, Default)]
 struct Queue {
     invocations: VecDeque<Invocation>,
+    /// Open: a `next` with nothing to hand out waits, as on Lambda, until an
+    /// invocation is pushed or the stand-in is closed. Closed: it is
+    /// answered 403, which ends the function's process, once every
+    /// invocation handed out has its answer (so that none is cut short).
+    open: bool,
+    /// Invocations handed out and not answered yet.
+    outstanding: usize,
+    /// The next `next` calls, and the next answers, to fail on purpose.
+    next_faults: VecDeque<Fault>,
+    answer_faults: VecDeque<Fault>,
+    /// Answers refused with a fault, by path.
+    refused: Vec<(String, Fault)>,
     /// `next` calls waiting for their answer now, and the most ever.
     parked: usize,
     max_parked: usize,
@@ -126,8 +164,8 @@ struct State {
 }
 
 /// A Runtime API on loopback. Once its events are all handed out it answers
-/// `next` with a 500, which ends the worker that asked (and, once every
-/// worker has asked, the function's process).
+/// `next` with a 403, which the function does not retry: its process ends.
+/// [`FakeRuntimeApi::open`] keeps `next` waiting instead, as Lambda does.
 pub(crate) struct FakeRuntimeApi {
     pub address: String,
     pub posted: Receiver<Posted>,
@@ -141,14 +179,29 @@ impl FakeRuntimeApi {
 
     /// Answers no `next` until `parked` of them are waiting at once.
     pub fn holding(invocations: Vec<Invocation>, parked: usize) -> Self {
+        Self::with_queue(Queue {
+            invocations: VecDeque::from(invocations),
+            hold_until: parked,
+            ..Queue::default()
+        })
+    }
+
+    /// Hands out `invocations`, then keeps every `next` waiting until
+    /// [`FakeRuntimeApi::push`] or [`FakeRuntimeApi::close`].
+    pub fn open(invocations: Vec<Invocation>) -> Self {
+        Self::with_queue(Queue {
+            invocations: VecDeque::from(invocations),
+            open: true,
+            hold_until: 1,
+            ..Queue::default()
+        })
+    }
+
+    fn with_queue(queue: Queue) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a port for the Runtime API");
         let address = listener.local_addr().expect("an address").to_string();
         let state = Arc::new(State {
-            queue: Mutex::new(Queue {
-                invocations: VecDeque::from(invocations),
-                hold_until: parked,
-                ..Queue::default()
-            }),
+            queue: Mutex::new(queue),
             changed: Condvar::new(),
         });
         let (sender, posted) = channel();
@@ -186,16 +239,73 @@ impl FakeRuntimeApi {
         self.queue().nexts.clone()
     }
 
+    /// The `next` calls waiting for an invocation now.
+    pub fn parked(&self) -> usize {
+        self.queue().parked
+    }
+
+    /// Waits until `count` `next` calls are parked at once; how long that
+    /// took, or `None` if it did not happen `within`.
+    pub fn wait_until_parked(&self, count: usize, within: Duration) -> Option<Duration> {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            if self.parked() == count {
+                return Some(started.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        None
+    }
+
+    /// One more invocation for a parked (or the next) `next`.
+    pub fn push(&self, invocation: Invocation) {
+        self.queue().invocations.push_back(invocation);
+        self.state.changed.notify_all();
+    }
+
+    /// Every `next` from now on, parked or not, is answered 403.
+    pub fn close(&self) {
+        self.queue().open = false;
+        self.state.changed.notify_all();
+    }
+
+    /// The next `next` call (after any fault queued before) fails so.
+    pub fn fail_next(&self, fault: Fault) {
+        self.queue().next_faults.push_back(fault);
+    }
+
+    /// The next answer posted (after any fault queued before) fails so.
+    pub fn fail_answer(&self, fault: Fault) {
+        self.queue().answer_faults.push_back(fault);
+    }
+
+    /// The answers refused with a fault so far: path and fault.
+    pub fn refused(&self) -> Vec<(String, Fault)> {
+        self.queue().refused.clone()
+    }
+
     fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.state.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
+/// What a `next` gets.
+enum Next {
+    Invocation(Invocation),
+    Fault(Fault),
+    /// Closed, with nothing left to hand out.
+    Over,
+}
+
 /// Parks one `next` until the hold is released, then hands out the next
-/// invocation (or none).
-fn next_invocation(state: &State, headers: HashMap<String, String>) -> Option<Invocation> {
+/// invocation (or waits for one while the stand-in is open), unless a fault
+/// is queued for it.
+fn next_invocation(state: &State, headers: HashMap<String, String>) -> Next {
     let mut queue = state.queue.lock().unwrap_or_else(PoisonError::into_inner);
     queue.nexts.push(headers);
+    if let Some(fault) = queue.next_faults.pop_front() {
+        return Next::Fault(fault);
+    }
     queue.parked += 1;
     queue.max_parked = queue.max_parked.max(queue.parked);
     if queue.parked >= queue.hold_until {
@@ -210,8 +320,27 @@ fn next_invocation(state: &State, headers: HashMap<String, String>) -> Option<In
         held.released = true;
         queue = held;
     }
+    let mut queue = state
+        .changed
+        .wait_while(queue, |queue| {
+            queue.invocations.is_empty() && (queue.open || queue.outstanding > 0)
+        })
+        .unwrap_or_else(PoisonError::into_inner);
     queue.parked -= 1;
-    queue.invocations.pop_front()
+    match queue.invocations.pop_front() {
+        Some(invocation) => {
+            queue.outstanding += 1;
+            Next::Invocation(invocation)
+        }
+        None => Next::Over,
+    }
+}
+
+/// Answers a call with `fault`: its status, or nothing at all.
+fn fail(writer: &mut TcpStream, fault: Fault) {
+    if let Fault::Status(status) = fault {
+        let _ = write!(writer, "HTTP/1.1 {status} Fault\r\nContent-Length: 0\r\n\r\n");
+    }
 }
 
 fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
@@ -242,12 +371,19 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
 
         if request_line.starts_with("GET") {
             assert_eq!(path, "/2018-06-01/runtime/invocation/next");
-            let Some(invocation) = next_invocation(state, headers) else {
-                let _ = write!(
-                    writer,
-                    "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
-                );
-                return;
+            let invocation = match next_invocation(state, headers) {
+                Next::Invocation(invocation) => invocation,
+                Next::Fault(fault) => {
+                    fail(&mut writer, fault);
+                    if fault == Fault::Drop {
+                        return;
+                    }
+                    continue;
+                }
+                Next::Over => {
+                    let _ = write!(writer, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+                    return;
+                }
             };
             let optional = |name: &str, value: Option<String>| {
                 value
@@ -264,15 +400,47 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                     "Lambda-Runtime-Deadline-Ms",
                     invocation.deadline_ms.map(|ms| ms.to_string())
                 ),
-                optional("Lambda-Runtime-Invocation-Id", invocation.invocation_id.clone()),
+                optional("Lambda-Runtime-Invocation-Id", invocation.invocation_id.clone())
+                    + &optional("Lambda-Runtime-Aws-Tenant-Id", invocation.tenant_id.clone()),
                 invocation.trace_id,
                 invocation.event.len(),
                 invocation.event
             )
             .expect("an answer");
         } else {
+            let fault = state
+                .queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .answer_faults
+                .pop_front();
+            if let Some(fault) = fault {
+                let mut queue = state.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                // A refusal (4xx) is final: Lambda is done with the invocation.
+                if matches!(fault, Fault::Status(400..500)) {
+                    queue.outstanding = queue.outstanding.saturating_sub(1);
+                    state.changed.notify_all();
+                }
+                queue.refused.push((path, fault));
+                drop(queue);
+                fail(&mut writer, fault);
+                if fault == Fault::Drop {
+                    return;
+                }
+                continue;
+            }
+            if path.ends_with("/response") || path.ends_with("/error") {
+                let mut queue = state.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                queue.outstanding = queue.outstanding.saturating_sub(1);
+                state.changed.notify_all();
+            }
             let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let _ = posted.send(Posted { path, headers, body });
+            let _ = posted.send(Posted {
+                path,
+                headers,
+                body,
+                received: SystemTime::now(),
+            });
             const ACCEPTED: &str = r#"{"status":"OK"}"#;
             write!(
                 writer,

@@ -28,7 +28,7 @@ use crate::runtime_fake::{FUNCTION_ARN, TRACE_HEADER, function, runtime_api};
 const TRACE_ID: &str = "1-5759e988-bd862e3fe1be46a994272793";
 
 /// The outcome counters, in the order the document declares them.
-const COUNTERS: [&str; 7] = [
+const COUNTERS: [&str; 8] = [
     "PlantCreated",
     "PlantReplayed",
     "PlantConflict",
@@ -36,6 +36,7 @@ const COUNTERS: [&str; 7] = [
     "AuthRejected",
     "ServerError",
     "StoreUnavailable",
+    "DeadlineExceeded",
 ];
 
 impl MetricsSink for Captured {

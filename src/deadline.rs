@@ -1,0 +1,84 @@
+//! The invocation's deadline, as the point in time by which its answer must
+//! be with Lambda, and the margins that leave room to send it.
+//!
+//! Lambda gives each invocation a deadline (`Lambda-Runtime-Deadline-Ms`,
+//! the function's `Timeout` from the invoke). On classic Lambda an
+//! invocation still running then is ended by the platform, which answers
+//! the caller with a generic error and resets the environment (the next
+//! request pays a cold start). On Lambda Managed Instances nothing ends it:
+//! it keeps its slot, and the environment takes fewer invocations until it
+//! is done. So the function ends every invocation itself, before its
+//! deadline, on both: the handler stops waiting for DynamoDB or the issuer
+//! at [`ANSWER_MARGIN`] before it and answers 503 (`error` 50302); the loop
+//! stops waiting for the handler at [`BACKSTOP_MARGIN`] before it.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Left between the moment the handler stops waiting and the deadline: for
+/// the answer to be rendered, encoded and posted to the Runtime API. At
+/// 128 MB a function gets about 7 ms of CPU in every 100 ms period, so one
+/// period can pass before it runs again: the margin covers two.
+pub const ANSWER_MARGIN: Duration = Duration::from_millis(250);
+
+/// Left between the moment the loop gives up on a handler that has not
+/// answered (and fails the invocation) and the deadline. Smaller than
+/// [`ANSWER_MARGIN`], so that a handler that keeps to its own deadline is
+/// never cut short by the loop.
+pub const BACKSTOP_MARGIN: Duration = Duration::from_millis(100);
+
+/// The point in time `margin` before a deadline given as Unix time in
+/// milliseconds, on the monotonic clock. A deadline already past (or within
+/// the margin) is now. `None` when it is too far ahead to be represented,
+/// which is the same as no deadline at all.
+pub fn before(deadline_ms: u64, margin: Duration) -> Option<Instant> {
+    before_at(deadline_ms, margin, SystemTime::now(), Instant::now())
+}
+
+fn before_at(deadline_ms: u64, margin: Duration, wall: SystemTime, now: Instant) -> Option<Instant> {
+    let deadline = UNIX_EPOCH.checked_add(Duration::from_millis(deadline_ms))?;
+    let left = deadline
+        .duration_since(wall)
+        .unwrap_or(Duration::ZERO)
+        .saturating_sub(margin);
+    now.checked_add(left)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cut_is_the_margin_before_the_deadline() {
+        let wall = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let now = Instant::now();
+        let deadline_ms = 1_700_000_000_000 + 3_000;
+        assert_eq!(
+            before_at(deadline_ms, ANSWER_MARGIN, wall, now),
+            Some(now + Duration::from_millis(2_750))
+        );
+    }
+
+    #[test]
+    fn a_deadline_already_past_or_inside_the_margin_is_now() {
+        let wall = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let now = Instant::now();
+        for deadline_ms in [0, 1_699_999_999_000, 1_700_000_000_000, 1_700_000_000_200] {
+            assert_eq!(
+                before_at(deadline_ms, ANSWER_MARGIN, wall, now),
+                Some(now),
+                "{deadline_ms}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_deadline_far_ahead_is_far_ahead_or_none_and_never_panics() {
+        let in_a_year = Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        for deadline_ms in [4_102_444_800_000, u64::MAX] {
+            assert!(
+                before(deadline_ms, ANSWER_MARGIN).is_none_or(|cut| cut > in_a_year),
+                "{deadline_ms}"
+            );
+        }
+    }
+}

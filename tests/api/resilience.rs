@@ -1,0 +1,504 @@
+//! The built function under faults, one invocation at a time and eight at
+//! once (Lambda Managed Instances): a store that hangs past the deadline, a
+//! Runtime API that fails a call or cannot be reached, hostile envelopes.
+//! Each fault costs at most the invocation it hits: every other invocation
+//! is answered, and every worker is back on `next` soon after; or, when the
+//! Runtime API stays unreachable, the process exits non-zero so that Lambda
+//! replaces the environment.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use lambda_http::{Body, Request, Response};
+use plant_store::runtime::{self, Concurrency, RuntimeApi};
+use serde_json::{Value, json};
+
+use crate::helpers::{Event, client_for, create_table, dynamodb_local_endpoint, unique_name};
+use crate::runtime_api::{function_config, http_event};
+use crate::runtime_fake::{FakeRuntimeApi, Fault, Invocation, Posted, function};
+
+/// The built function under `api`, `workers` at once, with JSON logs.
+fn start(api: &FakeRuntimeApi, dynamodb: &str, table: &str, workers: usize) -> Child {
+    let mut command = function(&api.address, dynamodb);
+    command
+        .env("TABLE_NAME", table)
+        .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+        .env("AWS_LAMBDA_MAX_CONCURRENCY", workers.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command.spawn().expect("the function binary runs")
+}
+
+/// Closes the stand-in, which ends the function; its exit and its lines.
+fn finish(api: &FakeRuntimeApi, function: Child) -> (Output, Vec<Value>) {
+    api.close();
+    let output = wait_at_most(function, Duration::from_secs(10));
+    let lines = json_lines(&output);
+    (output, lines)
+}
+
+/// The process's output once it has exited, which must be `within`.
+fn wait_at_most(mut function: Child, within: Duration) -> Output {
+    let started = Instant::now();
+    while function.try_wait().expect("the function's status").is_none() {
+        if started.elapsed() > within {
+            let _ = function.kill();
+            panic!("the function was still running after {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    function.wait_with_output().expect("the function's output")
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("a JSON line ({err}): {line}")))
+        .collect()
+}
+
+/// The next `count` answers, whatever their order.
+fn answers(api: &FakeRuntimeApi, count: usize) -> Vec<Posted> {
+    (0..count).map(|_| api.next_post()).collect()
+}
+
+fn answer_for<'a>(answers: &'a [Posted], invocation: &Invocation) -> &'a Posted {
+    let found: Vec<_> = answers
+        .iter()
+        .filter(|posted| posted.request_id() == invocation.id)
+        .collect();
+    assert_eq!(found.len(), 1, "one answer for {}: {answers:?}", invocation.id);
+    assert_eq!(
+        found[0].header("lambda-runtime-invocation-id"),
+        invocation.invocation_id.as_deref(),
+        "{} answered under its own invocation id",
+        invocation.id
+    );
+    found[0]
+}
+
+/// The `Error` body of a front door response.
+fn error_body(posted: &Posted) -> Value {
+    serde_json::from_str(posted.body["body"].as_str().expect("a body")).expect("a JSON body")
+}
+
+fn create(id: i64) -> Value {
+    http_event(&format!(r#"{{"id":{id},"name":"Fern {id}"}}"#))
+}
+
+/// A DynamoDB that takes connections and requests and never answers.
+struct HangingStore {
+    url: String,
+    _held: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl HangingStore {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+        let url = format!("http://{}", listener.local_addr().expect("an address"));
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let keep = held.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                keep.lock().expect("the held connections").push(stream);
+            }
+        });
+        Self { url, _held: held }
+    }
+}
+
+fn ms_since_epoch(time: SystemTime) -> u64 {
+    u64::try_from(time.duration_since(UNIX_EPOCH).expect("after 1970").as_millis()).expect("fits")
+}
+
+fn a_store_that_hangs_past_the_deadline_gets_a_503_before_it_and_frees_every_worker(workers: usize) {
+    let store = HangingStore::start();
+    let api = FakeRuntimeApi::open(Vec::new());
+    let function = start(&api, &store.url, "plants", workers);
+    assert!(
+        api.wait_until_parked(workers, Duration::from_secs(30)).is_some(),
+        "{workers} workers on next"
+    );
+
+    let sent: Vec<Invocation> = (0..workers)
+        .map(|n| {
+            Invocation::new(&format!("hang-{workers}-{n}"), create(7000 + n as i64))
+                .due_in(Duration::from_millis(500))
+        })
+        .collect();
+    for invocation in &sent {
+        api.push(invocation.clone());
+    }
+    let answered = answers(&api, workers);
+    let back = api.wait_until_parked(workers, Duration::from_secs(1));
+    let (_, lines) = finish(&api, function);
+
+    for invocation in &sent {
+        let posted = answer_for(&answered, invocation);
+        let deadline = invocation.deadline_ms.expect("a deadline");
+        assert!(
+            ms_since_epoch(posted.received) < deadline,
+            "{} answered {} ms after its deadline",
+            invocation.id,
+            ms_since_epoch(posted.received) - deadline
+        );
+        assert!(posted.path.ends_with("/response"), "{}", posted.path);
+        assert_eq!(posted.body["statusCode"], 503);
+        assert_eq!(posted.body["headers"]["retry-after"], "1");
+        assert_eq!(posted.body["headers"]["x-request-id"], invocation.id);
+        assert_eq!(
+            error_body(posted),
+            json!({ "error": 50302, "message": "the request could not be completed in time; retry it (a retry of the same create is safe)" })
+        );
+        let logged: Vec<&Value> = lines
+            .iter()
+            .filter(|line| {
+                line["span"]["request_id"] == invocation.id.as_str()
+                    || line["request_id"] == invocation.id.as_str()
+            })
+            .collect();
+        assert!(
+            logged
+                .iter()
+                .any(|line| line["message"] == "request" && line["status"] == 503 && line["error"] == 50302),
+            "{logged:?}"
+        );
+        assert!(
+            logged.iter().any(|line| line["message"] == "request failed"
+                && line["cause"] == "the invocation's deadline came before DynamoDB answered"),
+            "{logged:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|line| line["function_request_id"] == invocation.id.as_str()
+                    && line["DeadlineExceeded"] == 1),
+            "an EMF document counts it"
+        );
+    }
+    assert!(
+        back.is_some(),
+        "all {workers} workers back on next within a second"
+    );
+}
+
+#[test]
+fn one_at_a_time_a_store_that_hangs_past_the_deadline_gets_a_503_before_it_and_frees_the_worker() {
+    a_store_that_hangs_past_the_deadline_gets_a_503_before_it_and_frees_every_worker(1);
+}
+
+#[test]
+fn eight_at_once_a_store_that_hangs_past_the_deadline_gets_503s_before_it_and_frees_every_worker() {
+    a_store_that_hangs_past_the_deadline_gets_a_503_before_it_and_frees_every_worker(8);
+}
+
+async fn runtime_api_faults_cost_at_most_one_answer_and_every_worker_serves_on(workers: usize) {
+    let client = client_for(dynamodb_local_endpoint());
+    let table = unique_name("plants");
+    create_table(&client, &table).await;
+    let api = FakeRuntimeApi::open(Vec::new());
+    // The first two `next` calls fail, then the first invocation's answer
+    // (500) and the second's (410).
+    api.fail_next(Fault::Status(500));
+    api.fail_next(Fault::Drop);
+    api.fail_answer(Fault::Status(500));
+    let function = start(&api, dynamodb_local_endpoint(), &table, workers);
+
+    let sent: Vec<Invocation> = (0..8)
+        .map(|n| Invocation::new(&format!("faults-{workers}-{n}"), create(8000 + n)))
+        .collect();
+    // One at a time, so that the two answer faults hit the first two.
+    let mut answered = Vec::new();
+    let mut unanswered = Vec::new();
+    for (n, invocation) in sent.iter().enumerate() {
+        if n == 1 {
+            api.fail_answer(Fault::Status(410));
+        }
+        api.push(invocation.clone());
+        match api.posted.recv_timeout(Duration::from_secs(2)) {
+            Ok(posted) => answered.push(posted),
+            Err(_) => unanswered.push(invocation.id.clone()),
+        }
+    }
+    let back = api.wait_until_parked(workers, Duration::from_secs(3));
+    let (output, lines) = finish(&api, function);
+
+    let refused = api.refused();
+    assert_eq!(
+        refused.iter().map(|(_, fault)| *fault).collect::<Vec<_>>(),
+        [Fault::Status(500), Fault::Status(410)],
+        "{refused:?}"
+    );
+    // The answer refused with 500 was sent again; the one refused with 410
+    // was not, and the worker took the next invocation.
+    assert!(refused[0].0.contains(&sent[0].id), "{refused:?}");
+    assert!(refused[1].0.contains(&sent[1].id), "{refused:?}");
+    assert_eq!(unanswered, [sent[1].id.clone()]);
+    assert!(
+        lines
+            .iter()
+            .any(|line| line["level"] == "WARN" && line["span"]["request_id"] == sent[1].id.as_str()),
+        "the 410 is logged with its invocation"
+    );
+    for invocation in sent.iter().filter(|invocation| invocation.id != sent[1].id) {
+        let posted = answer_for(&answered, invocation);
+        assert_eq!(posted.body["statusCode"], 200, "{posted:?}");
+    }
+    assert!(back.is_some(), "all {workers} workers back on next within 3 s");
+    // Closed, the stand-in answers every `next` 403: not retried, the end.
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test]
+async fn one_at_a_time_runtime_api_faults_cost_at_most_one_answer_and_the_worker_serves_on() {
+    runtime_api_faults_cost_at_most_one_answer_and_every_worker_serves_on(1).await;
+}
+
+#[tokio::test]
+async fn eight_at_once_runtime_api_faults_cost_at_most_one_answer_and_every_worker_serves_on() {
+    runtime_api_faults_cost_at_most_one_answer_and_every_worker_serves_on(8).await;
+}
+
+fn an_unreachable_runtime_api_ends_the_process_non_zero_promptly(workers: usize) {
+    let closed = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = closed.local_addr().expect("an address").to_string();
+    drop(closed);
+    let mut command = function(&address, "http://127.0.0.1:9");
+    command
+        .env("AWS_LAMBDA_MAX_CONCURRENCY", workers.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+
+    let output = wait_at_most(
+        command.spawn().expect("the function runs"),
+        Duration::from_secs(5),
+    );
+
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("Error:"),
+        "the cause is written: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn one_at_a_time_an_unreachable_runtime_api_ends_the_process_non_zero_promptly() {
+    an_unreachable_runtime_api_ends_the_process_non_zero_promptly(1);
+}
+
+#[test]
+fn eight_at_once_an_unreachable_runtime_api_ends_the_process_non_zero_promptly() {
+    an_unreachable_runtime_api_ends_the_process_non_zero_promptly(8);
+}
+
+fn a_runtime_api_that_keeps_failing_next_ends_the_process_non_zero_promptly(workers: usize) {
+    let api = FakeRuntimeApi::open(Vec::new());
+    for _ in 0..10 * workers {
+        api.fail_next(Fault::Status(500));
+    }
+    let started = Instant::now();
+    let function = start(&api, "http://127.0.0.1:9", "plants", workers);
+
+    let output = wait_at_most(function, Duration::from_secs(5));
+
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("the Runtime API answered 500"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn one_at_a_time_a_runtime_api_that_keeps_failing_next_ends_the_process_non_zero_promptly() {
+    a_runtime_api_that_keeps_failing_next_ends_the_process_non_zero_promptly(1);
+}
+
+#[test]
+fn eight_at_once_a_runtime_api_that_keeps_failing_next_ends_the_process_non_zero_promptly() {
+    a_runtime_api_that_keeps_failing_next_ends_the_process_non_zero_promptly(8);
+}
+
+/// The events of docs/upstream/lambda-http-conversion-panics.md, which made
+/// `lambda_http`'s conversion panic: every JSON block of that page.
+fn documented_hostile_envelopes() -> Vec<String> {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/upstream/lambda-http-conversion-panics.md"
+    ))
+    .expect("the upstream report");
+    let blocks: Vec<String> = page
+        .split("```json")
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap_or_default().trim().to_owned())
+        .collect();
+    assert!(blocks.len() >= 8, "the report's events: {}", blocks.len());
+    blocks
+}
+
+async fn hostile_envelopes_cost_only_their_own_invocation(workers: usize) {
+    let client = client_for(dynamodb_local_endpoint());
+    let table = unique_name("plants");
+    create_table(&client, &table).await;
+    let mut payloads: Vec<(String, String)> = documented_hostile_envelopes()
+        .into_iter()
+        .enumerate()
+        .map(|(n, event)| (format!("documented {n}"), event))
+        .collect();
+    payloads.extend([
+        ("not JSON".to_owned(), "this is not JSON".to_owned()),
+        ("empty".to_owned(), String::new()),
+        (
+            "6 MB body".to_owned(),
+            Event::load("create-http-api.json")
+                .body(&"x".repeat(6 * 1024 * 1024))
+                .text(),
+        ),
+        ("100,000 nested [".to_owned(), "[".repeat(100_000)),
+    ]);
+    let hostile: Vec<(String, Invocation)> = payloads
+        .into_iter()
+        .enumerate()
+        .map(|(n, (name, payload))| (name, Invocation::new(&format!("hostile-{workers}-{n}"), payload)))
+        .collect();
+    let valid = Invocation::new(&format!("valid-{workers}"), create(9000));
+    let api = FakeRuntimeApi::open(hostile.iter().map(|(_, invocation)| invocation.clone()).collect());
+    let function = start(&api, dynamodb_local_endpoint(), &table, workers);
+
+    let answered = answers(&api, hostile.len());
+    api.push(valid.clone());
+    let created = api.next_post();
+    let back = api.wait_until_parked(workers, Duration::from_secs(3));
+    let (output, _) = finish(&api, function);
+
+    let mut outcomes = Vec::new();
+    for (name, invocation) in &hostile {
+        let posted = answer_for(&answered, invocation);
+        let outcome = if posted.path.ends_with("/error") {
+            posted.body["errorType"]
+                .as_str()
+                .expect("an error type")
+                .to_owned()
+        } else {
+            format!("{} {}", posted.body["statusCode"], error_body(posted)["error"])
+        };
+        outcomes.push((name.as_str(), outcome));
+    }
+    assert_eq!(
+        outcomes,
+        [
+            ("documented 0", "401 40101".to_owned()),
+            ("documented 1", "401 40101".to_owned()),
+            ("documented 2", "401 40101".to_owned()),
+            ("documented 3", "401 40101".to_owned()),
+            ("documented 4", "401 40101".to_owned()),
+            ("documented 5", "401 40101".to_owned()),
+            ("documented 6", "404 40401".to_owned()),
+            ("documented 7", "404 40401".to_owned()),
+            ("documented 8", "401 40101".to_owned()),
+            ("not JSON", "UnsupportedEvent".to_owned()),
+            ("empty", "UnsupportedEvent".to_owned()),
+            ("6 MB body", "413 41301".to_owned()),
+            ("100,000 nested [", "UnsupportedEvent".to_owned()),
+        ]
+    );
+    assert_eq!(answer_for(&[created], &valid).body["statusCode"], 200);
+    assert!(back.is_some(), "all {workers} workers back on next");
+    assert_eq!(output.status.code(), Some(1), "alive until the stand-in closed");
+}
+
+#[tokio::test]
+async fn one_at_a_time_hostile_envelopes_cost_only_their_own_invocation() {
+    hostile_envelopes_cost_only_their_own_invocation(1).await;
+}
+
+#[tokio::test]
+async fn eight_at_once_hostile_envelopes_cost_only_their_own_invocation() {
+    hostile_envelopes_cost_only_their_own_invocation(8).await;
+}
+
+#[test]
+fn the_tenant_id_is_on_every_log_record_of_its_invocation_and_no_other() {
+    let tenant = Invocation::new("for-a-tenant", http_event("not json")).for_tenant("tenant-42");
+    let other = Invocation::new("for-no-tenant", http_event("not json"));
+    let api = FakeRuntimeApi::open(vec![tenant.clone(), other.clone()]);
+    let function = start(&api, "http://127.0.0.1:9", "plants", 1);
+    answers(&api, 2);
+    let (_, lines) = finish(&api, function);
+
+    let of = |id: &str| -> Vec<&Value> {
+        lines
+            .iter()
+            .filter(|line| line["request_id"] == id || line["span"]["request_id"] == id)
+            .collect()
+    };
+    let tenant_lines = of(&tenant.id);
+    assert!(!tenant_lines.is_empty());
+    for line in &tenant_lines {
+        assert_eq!(line["span"]["tenant_id"], "tenant-42", "{line}");
+    }
+    let request_line = tenant_lines
+        .iter()
+        .find(|line| line["message"] == "request")
+        .expect("the request line");
+    assert_eq!(request_line["tenant_id"], "tenant-42");
+    for line in of(&other.id) {
+        assert_eq!(line.get("tenant_id"), None, "{line}");
+        assert_eq!(line["span"].get("tenant_id"), None, "{line}");
+    }
+}
+
+#[tokio::test]
+async fn a_handler_that_never_answers_is_failed_before_the_deadline_and_the_next_invocation_served() {
+    let stuck = Invocation::new("stuck", http_event("stuck")).due_in(Duration::from_millis(400));
+    let next = Invocation::new("after-stuck", http_event("fine"));
+    let api = FakeRuntimeApi::start(vec![stuck.clone(), next.clone()]);
+
+    let ended = runtime::run(
+        RuntimeApi::new(api.uri()),
+        function_config(),
+        Concurrency::ONE,
+        |request: Request| async move {
+            if request.body().as_ref() == b"stuck" {
+                std::future::pending::<()>().await;
+            }
+            Response::new(Body::from("fine"))
+        },
+    )
+    .await;
+
+    assert_eq!(
+        ended.expect_err("the stand-in ends the loop").to_string(),
+        "the Runtime API answered 403 Forbidden to next"
+    );
+    let answered: Vec<Posted> = api.posted.try_iter().collect();
+    let failed = answer_for(&answered, &stuck);
+    assert!(failed.path.ends_with("/error"), "{}", failed.path);
+    assert_eq!(
+        failed.body,
+        json!({ "errorType": "Runtime.DeadlineExceeded", "errorMessage": "the handler had not answered shortly before the invocation's deadline" })
+    );
+    assert!(ms_since_epoch(failed.received) < stuck.deadline_ms.expect("a deadline"));
+    assert_eq!(answer_for(&answered, &next).body["statusCode"], 200);
+}
