@@ -904,6 +904,17 @@ mod tests {
     fn an_event_with_more_header_names_than_a_request_has_is_unsupported_not_a_panic() {
         let at_the_limit = decode(&with_headers(MAX_HEADER_NAMES, false)).expect("decoded");
         assert_eq!(at_the_limit.request.headers().len(), MAX_HEADER_NAMES);
+        // A REST API event's two forms, merged into one map: all distinct.
+        let half = MAX_HEADER_NAMES / 2;
+        let rest = json!({
+            "resource": "/plants", "path": "/plants", "httpMethod": "POST",
+            "headers": (0..half).map(|n| (format!("x-a{n}"), json!("v"))).collect::<serde_json::Map<_, _>>(),
+            "multiValueHeaders": (0..half).map(|n| (format!("x-b{n}"), json!(["v"]))).collect::<serde_json::Map<_, _>>(),
+            "requestContext": { "stage": "prod", "resourcePath": "/plants", "httpMethod": "POST" },
+            "body": null, "isBase64Encoded": false
+        });
+        let merged = decode(rest.to_string().as_bytes()).expect("decoded");
+        assert_eq!(merged.request.headers().len(), MAX_HEADER_NAMES);
 
         for (names, multi_value) in [(MAX_HEADER_NAMES + 1, false), (30_000, false), (30_000, true)] {
             let err = decode(&with_headers(names, multi_value)).expect_err("too many headers");
