@@ -400,8 +400,9 @@ fn merged(mut multi: HeaderMap, single: HeaderMap) -> HeaderMap {
     multi
 }
 
-/// An ALB passes the query on still percent-encoded: each `key=value`
-/// pair is decoded once, as `lambda_http` decodes it.
+/// An ALB passes the query on still percent-encoded: the `key=value` pairs
+/// are joined and decoded once, as `lambda_http` decodes them (so an
+/// encoded `&` or `=` separates there too).
 fn alb_query(parameters: QueryMap) -> QueryMap {
     if parameters.is_empty() {
         return parameters;
