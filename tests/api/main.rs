@@ -6,6 +6,7 @@ mod create;
 mod events;
 mod fault_proxy;
 mod faults;
+mod front_doors;
 mod fuzz_corpus;
 /// The fuzz targets' bodies (`fuzz/` is a crate of its own), for the corpus
 /// replay, and their in-process reading of a response, for the harness.
