@@ -12,8 +12,8 @@
 //! it, and `trace.rs` puts it on every DynamoDB request the invocation makes.
 //!
 //! The loop is kept small; everything else is still the runtime's: its
-//! Runtime API client, `Context` and `Config`, and `lambda_http`'s event
-//! types (`envelope.rs`). A fault costs at most the invocation it hits:
+//! Runtime API client, `Context` and `Config`, and the front doors' event
+//! types (`envelope.rs` converts them). A fault costs at most the invocation it hits:
 //! - a panic anywhere in an invocation (decoding its event, the handler,
 //!   encoding its answer) fails that invocation with an `/error`, and the
 //!   worker serves on;

@@ -357,6 +357,17 @@ fn documented_hostile_envelopes() -> Vec<String> {
     blocks
 }
 
+/// An HTTP API event with one header name more than `envelope.rs` takes
+/// (past 24,576, `aws_lambda_events`' header reader panics).
+fn too_many_headers() -> String {
+    let mut event = create(9001);
+    let headers = event["headers"].as_object_mut().expect("headers");
+    for n in 0..=plant_store::envelope::MAX_HEADER_NAMES {
+        headers.insert(format!("x-h{n}"), json!("v"));
+    }
+    event.to_string()
+}
+
 async fn hostile_envelopes_cost_only_their_own_invocation(workers: usize) {
     let client = client_for(dynamodb_local_endpoint());
     let table = unique_name("plants");
@@ -376,6 +387,7 @@ async fn hostile_envelopes_cost_only_their_own_invocation(workers: usize) {
                 .text(),
         ),
         ("100,000 nested [".to_owned(), "[".repeat(100_000)),
+        ("16,385 header names".to_owned(), too_many_headers()),
     ]);
     let hostile: Vec<(String, Invocation)> = payloads
         .into_iter()
@@ -421,6 +433,7 @@ async fn hostile_envelopes_cost_only_their_own_invocation(workers: usize) {
             ("empty", "UnsupportedEvent".to_owned()),
             ("6 MB body", "413 41301".to_owned()),
             ("100,000 nested [", "UnsupportedEvent".to_owned()),
+            ("16,385 header names", "UnsupportedEvent".to_owned()),
         ]
     );
     assert_eq!(answer_for(&[created], &valid).body["statusCode"], 200);
