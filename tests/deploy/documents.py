@@ -69,6 +69,18 @@ def lint_problems(template):
     return [f"{m.rule.id} {'/'.join(map(str, getattr(m, 'path', None) or []))}: {m.message}" for m in matches]
 
 
+def pattern_problems(parameters, cases):
+    """Each value a parameter's AllowedPattern should accept but refuses, or
+    refuse but accepts; `cases` maps a parameter to its (good, bad) values.
+    CloudFormation matches the whole value (each item of a CommaDelimitedList)."""
+    problems = []
+    for name, (good, bad) in cases.items():
+        pattern = re.compile(parameters.get(name, {}).get("AllowedPattern", "$^"))
+        problems += [f"{name} pattern refuses {value!r}" for value in good if not pattern.fullmatch(value)]
+        problems += [f"{name} pattern accepts {value!r}" for value in bad if pattern.fullmatch(value)]
+    return problems
+
+
 def with_defaults(template, values):
     """A copy of the template whose parameters default to `values`: cfn-lint
     reads the defaults, so this is how a variant other than the default is linted."""

@@ -89,12 +89,6 @@ BROKEN = [
         "E3034 Resources/PlantsFunction/Properties/Timeout",
     ),
     Broken(
-        cfn_lint_finds_nothing_with_the_default_parameters,
-        "an alarm on a parameter that does not exist",
-        put("Resources.LatencyAlarm.Properties.Threshold", {"Ref": "LatencyThreshold"}),
-        "E1020 Resources/LatencyAlarm/Properties/Threshold/Ref",
-    ),
-    Broken(
         the_sam_translator_accepts_every_variant,
         "the managed function with provisioned concurrency",
         put(
