@@ -33,10 +33,10 @@ PSEUDO_PARAMETERS = {
     "AWS::URLSuffix": "amazonaws.com",
     "AWS::NoValue": None,
 }
+CAPACITY_PROVIDER_ARN = f"arn:aws:lambda:{REGION}:123456789012:capacity-provider:plants"
 # The translator counts what it does for a CloudWatch publisher it never has
 # here, and warns at exit that the counts went unpublished: noise offline.
 logging.getLogger("samtranslator.metrics.metrics").setLevel(logging.ERROR)
-CAPACITY_PROVIDER_ARN = f"arn:aws:lambda:{REGION}:123456789012:capacity-provider:plants"
 
 
 def read(relative_path):
@@ -64,7 +64,9 @@ def emitted_metrics(emf_source):
 def lint_problems(template):
     """What cfn-lint reports on the template, as `rule path: message` lines
     (errors and warnings, as the command line fails on both). `sam validate
-    --lint` is this same call (cfnlint.api.lint on the template's text)."""
+    --lint` is this same call (cfnlint.api.lint on the template's text). The
+    path in the template stands in for a line number, as the text linted is
+    the decoded template, so that a variant is a changed default."""
     matches = lint(json.dumps(template), config=ManualArgs(regions=[REGION]))
     return [f"{m.rule.id} {'/'.join(map(str, getattr(m, 'path', None) or []))}: {m.message}" for m in matches]
 
