@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from documents import DERIVED
 
 
@@ -36,7 +37,10 @@ def assert_rejected(case, request):
     computed again from the broken copy), every other argument the fixture of
     its name."""
     original = request.getfixturevalue(case.document)
-    broken = case.mutate(copy.deepcopy(original))
+    try:
+        broken = case.mutate(copy.deepcopy(original))
+    except (KeyError, IndexError) as e:
+        pytest.fail(f"the case breaks what {case.document} no longer has ({e!r}): update it to what is there now")
     assert broken != original, f"the mutation {case.how!r} changed nothing"
     arguments = {}
     for name in inspect.signature(case.check).parameters:
