@@ -27,8 +27,8 @@ def test_the_sam_translator_accepts_every_variant(template):
     assert the_sam_translator_accepts_every_variant(template) == []
 
 
-def samconfig_is_a_configuration_the_sam_cli_reads(samconfig):
-    """The SAM CLI's own reader: valid TOML with a version it knows."""
+def samconfig_is_read_by_the_sam_cli_and_names_the_stack(samconfig):
+    """The SAM CLI's own reader: valid TOML with a version it knows, and the stack sam deploy makes."""
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "samconfig.toml").write_text(samconfig, encoding="utf-8")
         try:
@@ -41,8 +41,8 @@ def samconfig_is_a_configuration_the_sam_cli_reads(samconfig):
     return []
 
 
-def test_samconfig_is_a_configuration_the_sam_cli_reads(samconfig):
-    assert samconfig_is_a_configuration_the_sam_cli_reads(samconfig) == []
+def test_samconfig_is_read_by_the_sam_cli_and_names_the_stack(samconfig):
+    assert samconfig_is_read_by_the_sam_cli_and_names_the_stack(samconfig) == []
 
 
 def the_table_is_retained_and_has_point_in_time_recovery(template):
@@ -98,21 +98,21 @@ BROKEN = [
         "PlantsManagedFunction",
     ),
     Broken(
-        samconfig_is_a_configuration_the_sam_cli_reads,
+        samconfig_is_read_by_the_sam_cli_and_names_the_stack,
         "no version",
         replace("version = 0.1\n", ""),
         "cannot read it",
         document="samconfig",
     ),
     Broken(
-        samconfig_is_a_configuration_the_sam_cli_reads,
+        samconfig_is_read_by_the_sam_cli_and_names_the_stack,
         "a table header without its bracket",
         replace("[default.deploy.parameters]", "[default.deploy.parameters"),
         "cannot read it: Unexpected character",
         document="samconfig",
     ),
     Broken(
-        samconfig_is_a_configuration_the_sam_cli_reads,
+        samconfig_is_read_by_the_sam_cli_and_names_the_stack,
         "no stack name",
         replace('stack_name = "plant-store"', ""),
         "no stack_name",
