@@ -52,7 +52,7 @@ STAMP_LINT    := $(LINT_VENV)/$(call req_stamp,$(REQ_LINT))
 # Every dependency is in the file with its hashes, so pip resolves nothing.
 PIP_INSTALL   := -m pip install --quiet --disable-pip-version-check --no-input --require-hashes --no-deps --only-binary :all: -r
 # The Python that `make lint` checks with ruff (settings in pyproject.toml).
-RUFF_PATHS    := scripts tests/contract bench
+RUFF_PATHS    := scripts tests/contract tests/deploy bench
 # What `make lint-ci` checks.
 CI_WORKFLOWS  := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
 DEPENDABOT    := .github/dependabot.yml
@@ -195,7 +195,7 @@ requirements: ## Regenerate requirements/*.txt (pins and hashes) from requiremen
 	 done
 
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build deploy delete test unit sam-check contract load load-short bench bench-floor bench-smoke bench-tiny soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
+.PHONY: run invoke build deploy delete test unit check-deploy sam-check contract load load-short bench bench-floor bench-smoke bench-tiny soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -229,7 +229,7 @@ test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deploym
 	@$(MAKE) lint-py
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
-	scripts/check_deploy.sh "$(VENV)/bin"
+	@$(MAKE) check-deploy
 	@$(MAKE) sam-check
 	@$(MAKE) contract
 	@$(MAKE) load-short
@@ -244,6 +244,12 @@ unit: check-cargo tools-test ## cargo test --all-targets (unit, DynamoDB Local i
 	 awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($$i ~ /^(passed|failed|ignored);?$$/) n[$$i] += $$(i - 1); b++ } \
 	      END { printf "cargo test summary: %d passed; %d failed; %d ignored; in %d test binaries\n", n["passed;"], n["failed;"], n["ignored;"], b }' "$$log"; \
 	 exit $$status
+
+# Offline and in-process: cfn-lint, the SAM translator and the OpenAPI
+# validators through their Python APIs (tests/deploy/). They need none of
+# the venv's pytest plugins (hypothesis's and schemathesis's take 1.5 s to load).
+check-deploy: $(STAMP_VENV) ## The deployment checks alone (pytest tests/deploy): template.yaml, samconfig.toml, openapi.yaml; PYTEST_ARGS="-k alarm" runs some
+	@PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "$(VENV_PY)" -m pytest tests/deploy $(PYTEST_ARGS)
 
 sam-check: check-cargo tools-zig tools-deploy ## sam build for x86_64 into .aws-sam/; check the bootstrap is an x86-64 ELF
 	$(SAM) build --template template.yaml --parameter-overrides Architecture=x86_64
