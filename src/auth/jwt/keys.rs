@@ -17,6 +17,11 @@
 //! result: a request that waits for it may be dropped (the invocation's
 //! deadline) without losing the fetch or leaving the cache in between, and
 //! the other requests waiting for the same fetch get its result.
+//!
+//! On classic Lambda the environment is frozen once the loop asks for the
+//! next invocation: a refresh still running then resumes, and times out,
+//! only at the next thaw. `KeyCache::settled` is for the loop to wait for
+//! it after the answer has gone out, before it asks.
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -108,8 +113,7 @@ impl std::fmt::Display for Misconfigured {
 
 impl std::error::Error for Misconfigured {}
 
-/// The issuer's keys, shared by every request of this process; clones
-/// share the cache.
+/// The issuer's keys, shared by every request of this process.
 ///
 /// A request reads the keys under a short read lock. Anything that needs
 /// the issuer goes through `start_fetch`, which runs the fetch in a task of
