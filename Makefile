@@ -293,14 +293,18 @@ bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP
 
 # Every part of make bench once, with one or a few samples each and the
 # debug build, so that make test runs every line of the benchmark that the
-# smoke does not (the quota, concurrency, the long run, the report); its
-# figures mean nothing and go to a temporary folder.
+# smoke does not (the quota, concurrency, the long run, the report, --jwt
+# with its issuer, and a run of no transport); its figures mean nothing
+# and go to a temporary folder.
 bench-tiny: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_VENV) ## Every part of the benchmark once, a sample or a few each (make test runs it; the figures mean nothing)
 	cargo build --bin plant-store
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
 	   --impl rust,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
-	   --concurrency 2 --concurrency-invocations 20 --long 50 --out "$$out"
+	   --concurrency 2 --concurrency-invocations 20 --long 50 --out "$$out" && \
+	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
+	   --impl rust --jwt --transport none --memory 128 --memory-cold 1 --memory-warm 5 \
+	   --concurrency none --long 50 --out "$$out/jwt"
 
 # The soak: one warm process, every invocation with a fresh trace id, its
 # peak RSS read at checkpoints (bench/soak.py; docs/performance.md).

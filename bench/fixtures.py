@@ -8,6 +8,7 @@ import time
 
 from ddb import DynamoDBLocal
 from emulator import FunctionDied, FunctionProcess, ProtocolError
+from issuer import Issuer
 from proxy import Proxy, make_certificates
 from quota import CGROUP_PERIOD_US
 from subjects import REPO, fail
@@ -24,6 +25,7 @@ class Events:
         with open(os.path.join(REPO, "events", "create-http-api.json")) as f:
             self.template = json.load(f)
         self.next_id = start
+        self.headers = {}  # on every event, before `create`'s own (`--jwt`: the Authorization)
 
     def create(self, body=None, plant_id=None, headers=(), method=None, **fields):
         if plant_id is None:
@@ -33,6 +35,7 @@ class Events:
         event = copy.deepcopy(self.template)
         event.update(body=body, **fields)
         event["headers"]["content-length"] = str(len(body.encode()))
+        event["headers"].update(self.headers)
         event["headers"].update(headers)
         event["headers"] = {name: value for name, value in event["headers"].items() if value is not None}
         event["requestContext"]["requestId"] = f"bench-{plant_id}"
@@ -76,6 +79,7 @@ class Run(contextlib.ExitStack):
         super().__init__()
         self.scratch, self.transports, self.store_latency_ms = scratch, transports, store_latency_ms
         self.stores, self.tables = {}, 0
+        self.issuer = None
 
     def __enter__(self):
         try:
@@ -94,6 +98,14 @@ class Run(contextlib.ExitStack):
 
     def path(self, name):
         return os.path.join(self.scratch, name)
+
+    def start_issuer(self):
+        """JWTs on (`--jwt`): a throw-away issuer over HTTPS, whose variables
+        every function gets; returns the token its requests should carry."""
+        if self.certs is None:
+            self.certs = make_certificates(self.path("tls"))
+        self.issuer = self.enter_context(Issuer(self.path("issuer"), self.certs))
+        return self.issuer.token
 
     def store(self, transport):
         """The store with a stated latency: a proxy in front of DynamoDB
@@ -127,6 +139,10 @@ class Run(contextlib.ExitStack):
         else:
             endpoint = self.proxy.endpoint if transport == "https" else self.ddb.endpoint
         env = subject.environment(transport, endpoint, self.certs, table or self.table(subject, transport))
+        if self.issuer:
+            # The issuer's certificate is from the throwaway CA: the bundle
+            # with it replaces the system's, one certificate larger.
+            env |= self.issuer.environment() | {"SSL_CERT_FILE": self.certs["bundle"]}
         if concurrency:
             env["AWS_LAMBDA_MAX_CONCURRENCY"] = str(concurrency)
         if quota:

@@ -264,6 +264,8 @@ def benchmark(args, subjects, scratch):
     # The fixtures serve every transport any part of the run uses.
     used = {*args.transport, *([MEMORY_TRANSPORT] if args.memory else []), *([LONG_TRANSPORT] if args.long else [])}
     with Run(scratch, used, args.store_latency_ms) as run:
+        if args.jwt:
+            events.headers["authorization"] = f"Bearer {run.start_issuer()}"
         log(f"warming DynamoDB Local's JVM with {ddb_warmup(args)} writes")
         run.ddb.create_table("bench-jvm-warm-up")
         run.ddb.warm("bench-jvm-warm-up", ddb_warmup(args))

@@ -374,7 +374,7 @@ def write_charts(summary, out):
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "plant-store-bench"  # stable ids: an unchanged chart, an unchanged file
     charts = {"chart": chart, "lambda": lambda_chart, "concurrency": concurrency_chart}
-    charts = {name: draw for name, draw in charts.items() if name == "chart" or summary.get(CHART_NEEDS[name])}
+    charts = {name: draw for name, draw in charts.items() if summary.get(CHART_NEEDS[name])}
     for name, draw in charts.items():
         figure = draw(summary)
         figure.savefig(os.path.join(out, f"{name}.svg"), metadata={"Date": None})
@@ -382,7 +382,7 @@ def write_charts(summary, out):
     return [f"{name}.{kind}" for name in charts for kind in ("svg", "png")]
 
 
-CHART_NEEDS = {"lambda": "memory_sizes", "concurrency": "concurrency"}
+CHART_NEEDS = {"chart": "figures", "lambda": "memory_sizes", "concurrency": "concurrency"}  # none: `--transport none`
 
 
 def _bars(title, subtitle, panels, names):

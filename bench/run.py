@@ -20,6 +20,8 @@ bench/results/ (or --out). Method and results: docs/performance.md.
     .tools/venv/bin/python bench/run.py --memory 128 --long 5000   # a quicker run: one memory size, a short long run
     .tools/venv/bin/python bench/run.py --impl rust --transport https \\
         --rust 'before=/path/a,PLANTS_PREWARM=0' --rust 'after=/path/b'   # compare Rust builds
+    .tools/venv/bin/python bench/run.py --impl rust --jwt --transport none --memory 128 --long 0 \\
+        --concurrency none                              # JWTs on: a cold start that fetches the issuer's keys
 """
 
 import argparse
@@ -44,7 +46,7 @@ from subjects import HERE, RUST_PEER_TARGET, fail, install_peers, log, subjects_
 IMPLS = ("rust", "idiomatic", "python", "node")
 TRANSPORTS = ("http", "https")
 SETTINGS = ("cold", "warm", "ddb_warmup", "memory", "memory_cold", "memory_warm", "long", "concurrency")
-SETTINGS += ("concurrency_invocations", "store_latency_ms", "ddb_latency_ms")
+SETTINGS += ("concurrency_invocations", "store_latency_ms", "ddb_latency_ms", "jwt")
 SUBJECT_FIELDS = ("kind", "size_bytes", "size_note", "env", "certs")
 
 
@@ -127,6 +129,8 @@ def parse_args(argv):
     ]
     for flag, kind, default, text in options:
         parser.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
+    jwt = "JWTs on: a throw-away issuer over HTTPS, whose keys the function fetches, and a JWT on every request"
+    parser.add_argument("--jwt", action="store_true", help=jwt + " (plant-store's builds only: --impl rust)")
     parser.add_argument(
         "--concurrency-transport",
         choices=TRANSPORTS,
@@ -134,6 +138,8 @@ def parse_args(argv):
         help="transport of the concurrency runs (default https)",
     )
     args = parser.parse_args(argv)
+    if args.jwt and (args.impl != ["rust"] or args.smoke):
+        parser.error("--jwt measures plant-store's builds only (--impl rust), and not in the smoke")
     if args.smoke:
         args.cold, args.warm, args.memory, args.long, args.concurrency = 1, 0, [], 0, []
     return args

@@ -1,4 +1,5 @@
-//! Wiring only: logging, configuration, the DynamoDB client, the runtime.
+//! Wiring only: logging, configuration, the DynamoDB client, the work of
+//! init (the pre-warm, the issuer's keys), the runtime.
 
 use std::time::Instant;
 
@@ -65,6 +66,10 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
     let sdk_config = sdk::load(&trust).boxed().await;
     let client = dynamo_client(&sdk_config);
     let store = DynamoStore::new(client, config.table_name);
+    // With JWTs on, the issuer's keys are fetched during init too, while
+    // the pre-warm runs: both mostly wait on the network.
+    let authenticator = config.authenticator.clone();
+    let keys = tokio::spawn(async move { authenticator.prepare().await });
     if config.prewarm {
         let started = Instant::now();
         match store.prewarm().boxed().await {
@@ -78,6 +83,9 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
                 "pre-warm failed; the first request will open the connection to DynamoDB"
             ),
         }
+    }
+    if let Ok(Err(err)) = keys.await {
+        refuse_to_start(Some(&api), &err).await;
     }
     let app = App::new(store, config.authenticator).with_telemetry(Telemetry::new(config.telemetry, Stdout));
     let app = std::sync::Arc::new(app);

@@ -14,7 +14,7 @@ use std::fmt;
 use lambda_http::http::header::{AUTHORIZATION, HeaderMap};
 use lambda_http::tracing;
 
-use self::jwt::{Failure, JwtVerifier};
+use self::jwt::{Failure, JwtVerifier, Misconfigured};
 pub use self::static_tokens::{InvalidDigest, StaticTokens};
 
 /// Why a request is not allowed through. Each variant is one `error` code.
@@ -153,6 +153,28 @@ impl Authenticator {
         Self {
             static_tokens: Some(StaticTokens::from_plaintext(tokens)),
             jwt: None,
+        }
+    }
+
+    /// Work for init: with JWTs on, the issuer's keys are fetched, so that
+    /// no request waits for them. Takes at most the fetch's timeouts; an
+    /// issuer out of reach is only logged. An error means the issuer's
+    /// discovery document contradicts the configuration: refuse to start.
+    pub async fn prepare(&self) -> Result<(), Misconfigured> {
+        match &self.jwt {
+            Some(jwt) => jwt.prepare().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Resolves once no fetch of the issuer's keys is under way: at once,
+    /// unless a refresh started behind a request is still running. On
+    /// classic Lambda, awaited between an answer and the next `next`, it
+    /// lets that refresh end before the environment is frozen; the client
+    /// has its answer already.
+    pub async fn settled(&self) {
+        if let Some(jwt) = &self.jwt {
+            jwt.settled().await;
         }
     }
 

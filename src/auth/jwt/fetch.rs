@@ -106,9 +106,17 @@ impl JwksFetcher {
             (JwksSource::Discovery { document, issuer }, None) => {
                 let (discovery, _) = self.get_json::<DiscoveryDocument>(document).await?;
                 if discovery.issuer != *issuer {
-                    return Err(FetchError::DiscoveryIssuer);
+                    return Err(FetchError::DiscoveryIssuer {
+                        document: document.to_string(),
+                        named: discovery.issuer,
+                    });
                 }
-                let url = FetchUrl::parse(&discovery.jwks_uri).ok_or(FetchError::DiscoveryJwksUri)?;
+                let url = discovered_jwks_uri(document, &discovery.jwks_uri).ok_or_else(|| {
+                    FetchError::DiscoveryJwksUri {
+                        document: document.to_string(),
+                        jwks_uri: discovery.jwks_uri,
+                    }
+                })?;
                 (url.clone(), Some(url))
             }
         };
@@ -201,6 +209,17 @@ fn max_age(headers: &HeaderMap) -> Option<Duration> {
     max_age
 }
 
+/// The `jwks_uri` a discovery document fetched from `document` gives, if it
+/// may be fetched: `https`, or plain `http` (on loopback, as `FetchUrl`
+/// wants) only when the document itself came over plain `http`, that is
+/// from an issuer on loopback (the tests', `make run`'s). An https issuer
+/// whose document points at plain http, even on loopback, is refused: on
+/// Lambda, loopback is the Runtime API and the extensions, never an issuer.
+fn discovered_jwks_uri(document: &FetchUrl, jwks_uri: &str) -> Option<FetchUrl> {
+    let url = FetchUrl::parse(jwks_uri)?;
+    (url.0.scheme_str() == Some("https") || document.0.scheme_str() == Some("http")).then_some(url)
+}
+
 #[derive(Deserialize)]
 struct DiscoveryDocument {
     issuer: String,
@@ -217,14 +236,47 @@ pub(super) enum FetchError {
     Body(Box<dyn std::error::Error + Send + Sync>),
     Json(serde_json::Error),
     Timeout,
-    DiscoveryIssuer,
-    DiscoveryJwksUri,
+    /// The discovery document at `document` names another issuer.
+    DiscoveryIssuer {
+        document: String,
+        named: String,
+    },
+    /// The discovery document at `document` gives a `jwks_uri` that may not
+    /// be fetched.
+    DiscoveryJwksUri {
+        document: String,
+        jwks_uri: String,
+    },
+    /// The task that fetched ended before the fetch did (the runtime shut
+    /// down, or a panic).
+    Abandoned,
     At(String, Box<FetchError>),
 }
 
 impl FetchError {
     fn at(self, url: &FetchUrl) -> Self {
         Self::At(url.to_string(), Box::new(self))
+    }
+
+    /// Whether the issuer's own discovery document contradicts the
+    /// configuration: no retry heals that, so at start it is a reason to
+    /// refuse to start rather than to serve 503s.
+    pub(super) fn is_misconfiguration(&self) -> bool {
+        matches!(self, Self::DiscoveryIssuer { .. } | Self::DiscoveryJwksUri { .. })
+    }
+}
+
+/// Text from a remote document, in a log line or the refusal to start:
+/// quoted and escaped, and cut after 120 characters.
+struct Quoted<'a>(&'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 120;
+        match self.0.char_indices().nth(SHOWN) {
+            None => write!(f, "{:?}", self.0),
+            Some((cut, _)) => write!(f, "{:?}…", &self.0[..cut]),
+        }
     }
 }
 
@@ -238,12 +290,20 @@ impl fmt::Display for FetchError {
             Self::Body(err) => write!(f, "reading the body: {err}"),
             Self::Json(err) => write!(f, "not the expected JSON: {err}"),
             Self::Timeout => f.write_str("timed out"),
-            Self::DiscoveryIssuer => {
-                f.write_str("the discovery document names another issuer than PLANTS_JWT_ISSUER")
-            }
-            Self::DiscoveryJwksUri => {
-                f.write_str("the discovery document's jwks_uri is not an https URL (or http on loopback)")
-            }
+            Self::DiscoveryIssuer { document, named } => write!(
+                f,
+                "the issuer's discovery document {document} names the issuer {}, not PLANTS_JWT_ISSUER: \
+                 set PLANTS_JWT_ISSUER exactly as the issuer names itself (its tokens' iss)",
+                Quoted(named)
+            ),
+            Self::DiscoveryJwksUri { document, jwks_uri } => write!(
+                f,
+                "the issuer's discovery document {document} gives the jwks_uri {}, which is not an https URL \
+                 (plain http only for an issuer on loopback): fix the issuer, or set PLANTS_JWT_JWKS_URL \
+                 to its https JWKS URL",
+                Quoted(jwks_uri)
+            ),
+            Self::Abandoned => f.write_str("the fetch was abandoned before it ended"),
             Self::At(url, err) => write!(f, "GET {url}: {err}"),
         }
     }
@@ -307,6 +367,44 @@ mod tests {
             }
             assert_eq!(max_age(&headers), expected.map(Duration::from_secs), "{values:?}");
         }
+    }
+
+    #[test]
+    fn a_discovered_jwks_uri_must_be_https_unless_the_issuer_itself_is_on_loopback() {
+        let https = FetchUrl::parse("https://issuer.example/.well-known/openid-configuration").unwrap();
+        let loopback = FetchUrl::parse("http://127.0.0.1:8080/.well-known/openid-configuration").unwrap();
+        let cases = [
+            (&https, "https://issuer.example/jwks.json", true),
+            (&https, "https://keys.other.example/jwks", true),
+            (&https, "http://issuer.example/jwks.json", false),
+            (
+                &https,
+                "http://127.0.0.1:9001/2018-06-01/runtime/invocation/next",
+                false,
+            ),
+            (&https, "http://localhost/jwks.json", false),
+            (&https, "/jwks.json", false),
+            (&https, "", false),
+            (&loopback, "http://127.0.0.1:8080/jwks.json", true),
+            (&loopback, "http://localhost:8081/jwks.json", true),
+            (&loopback, "https://issuer.example/jwks.json", true),
+            (&loopback, "http://issuer.example/jwks.json", false),
+        ];
+        for (document, jwks_uri, allowed) in cases {
+            assert_eq!(
+                discovered_jwks_uri(document, jwks_uri).is_some(),
+                allowed,
+                "{jwks_uri} from {document}"
+            );
+        }
+    }
+
+    #[test]
+    fn remote_text_in_a_message_is_quoted_escaped_and_cut() {
+        assert_eq!(Quoted("http://a/\n\"x").to_string(), r#""http://a/\n\"x""#);
+        let long = "x".repeat(121);
+        assert_eq!(Quoted(&long).to_string(), format!("{:?}…", "x".repeat(120)));
+        assert_eq!(Quoted(&long[..120]).to_string(), format!("{:?}", "x".repeat(120)));
     }
 
     #[test]

@@ -1,12 +1,35 @@
-//! The issuer's keys, cached for the process: when they are fetched again,
-//! how long they stay fresh and usable, and the lookup of a `kid`.
+//! The issuer's keys, cached for the process: when they are fetched (at
+//! start, behind a request, or while a request waits), how long they stay
+//! fresh and usable, and the lookup of a `kid`.
+//!
+//! Stale-while-revalidate: a request never waits for the issuer while
+//! usable keys are cached. The keys are fetched during init
+//! (`KeyCache::prepare`); a request that finds them in the last quarter of
+//! their freshness, or past it but still usable, is answered from them at
+//! once and starts a refresh in a task of its own. Only a request with no
+//! usable key at all, or with a `kid` the cached keys lack, waits for a
+//! fetch. Refreshes are driven by requests, never by a timer: an idle
+//! function does not call the issuer (on Managed Instances a timer would
+//! call it forever while nobody asks; on classic Lambda a frozen
+//! environment runs no timer anyway).
+//!
+//! Every fetch runs in a spawned task, one at a time, and stores its own
+//! result: a request that waits for it may be dropped (the invocation's
+//! deadline) without losing the fetch or leaving the cache in between, and
+//! the other requests waiting for the same fetch get its result.
+//!
+//! On classic Lambda the environment is frozen once the loop asks for the
+//! next invocation: a refresh still running then resumes, and times out,
+//! only at the next thaw. `KeyCache::settled` is for the loop to wait for
+//! it after the answer has gone out, before it asks.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::{Algorithm, DecodingKey};
 use lambda_http::tracing;
+use tokio::sync::watch;
 
 use super::fetch::{ClientError, FetchError, FetchUrl, Fetched, JwksFetcher, JwksSource};
 use super::jwks::VerifyingKey;
@@ -16,14 +39,21 @@ use super::jwks::VerifyingKey;
 /// holds equal), so that a client that waits as told finds a fresh attempt.
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 
+/// Keys are refreshed behind requests from the last `1 / REFRESH_AHEAD` of
+/// their freshness on. A share rather than a fixed lead, so that keys kept
+/// for a minute are not refreshed on every request and keys kept for an
+/// hour are refreshed well before they go stale: with the default ten
+/// minutes, from 7.5 minutes on.
+const REFRESH_AHEAD: u32 = 4;
+
 /// How the key cache talks to the issuer. `Default` is the production
 /// policy; tests shorten the intervals rather than sleep through them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JwksPolicy {
     /// While usable keys are cached, at most one refresh per interval,
-    /// whatever triggers it (an unknown `kid`, keys past their freshness).
-    /// The first load is not a refresh: a `kid` first seen just after it
-    /// may refresh at once.
+    /// whatever triggers it (an unknown `kid`, keys near or past the end
+    /// of their freshness). The first load is not a refresh: a `kid` first
+    /// seen just after it may refresh at once.
     pub refresh_interval: Duration,
     /// With no usable key at all, no fetch follows a failed one sooner than
     /// this; it matches the `Retry-After` of the 503 that goes out meanwhile.
@@ -35,8 +65,9 @@ pub struct JwksPolicy {
     /// `min_ttl..=max_ttl`.
     pub min_ttl: Duration,
     pub max_ttl: Duration,
-    /// How long past their freshness keys are still used while refreshes
-    /// fail. After that the function answers 503 until a fetch succeeds.
+    /// How long past their freshness keys are still used, while a refresh
+    /// is under way or failing. After that a request waits for a fetch,
+    /// and the function answers 503 until one succeeds.
     pub max_stale: Duration,
     /// For one HTTP exchange, connection and whole body included.
     pub timeout: Duration,
@@ -68,19 +99,38 @@ impl JwksPolicy {
     }
 }
 
+/// The issuer's discovery document contradicts the configuration (it names
+/// another issuer, or a `jwks_uri` that is not https): found during init,
+/// the function refuses to start with this line, since no retry heals it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Misconfigured(String);
+
+impl std::fmt::Display for Misconfigured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Misconfigured {}
+
 /// The issuer's keys, shared by every request of this process.
 ///
-/// A request whose `kid` is cached and fresh reads the keys under a short
-/// read lock and never waits. Anything else (nothing cached, an unknown
-/// `kid`, keys past their freshness) goes through `gate`, so concurrent
-/// requests share one fetch: whoever gets the gate after a fetch has
-/// completed uses its result instead of fetching again. Fetches are
-/// rate-limited by `JwksPolicy`.
+/// A request reads the keys under a short read lock. Anything that needs
+/// the issuer goes through `start_fetch`, which runs the fetch in a task of
+/// its own, one at a time: concurrent requests share it, and whoever looks
+/// after a fetch has completed uses its result instead of fetching again.
+/// Fetches are rate-limited by `JwksPolicy`.
 pub(super) struct KeyCache {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
     policy: JwksPolicy,
     fetcher: JwksFetcher,
     state: RwLock<CacheState>,
-    gate: tokio::sync::Mutex<()>,
+    /// The count of completed fetches (`CacheState::attempts`), sent after
+    /// each: what requests waiting for a fetch wait on.
+    completed: watch::Sender<u64>,
 }
 
 #[derive(Default)]
@@ -91,16 +141,25 @@ struct CacheState {
     last_attempt: Option<Instant>,
     last_refresh: Option<Instant>,
     last_failed: bool,
-    /// Counts completed fetch attempts, so a request that waited for the
-    /// gate can tell whether someone fetched meanwhile.
+    /// Counts completed fetch attempts, so a request that looks again can
+    /// tell whether someone fetched meanwhile.
     attempts: u64,
+    /// A fetch is under way, in its own task; it clears this when it stores
+    /// its result (or is dropped), in the same write as `attempts`.
+    fetching: bool,
     /// From the discovery document, once read; reused for the process.
     jwks_uri: Option<FetchUrl>,
+    /// The last fetch found the discovery document contradicting the
+    /// configuration.
+    misconfigured: Option<Misconfigured>,
 }
 
+/// Keys as fetched: fresh for their TTL, refreshed behind requests from
+/// `refresh_from` (the last quarter of the TTL) on, used until
+/// `usable_until` (`max_stale` past the TTL).
 struct KeySet {
     by_kid: HashMap<String, Vec<VerifyingKey>>,
-    fresh_until: Instant,
+    refresh_from: Instant,
     usable_until: Instant,
 }
 
@@ -111,7 +170,31 @@ pub(super) enum Lookup {
     Unavailable,
 }
 
+/// Who a fetch is for: it only changes what is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// During init, before any request.
+    Init,
+    /// A request waits for it.
+    Request,
+    /// Behind a request that was answered from the cached keys.
+    Refresh,
+}
+
 impl KeySet {
+    fn new(
+        by_kid: HashMap<String, Vec<VerifyingKey>>,
+        now: Instant,
+        ttl: Duration,
+        max_stale: Duration,
+    ) -> Self {
+        Self {
+            by_kid,
+            refresh_from: now + (ttl - ttl / REFRESH_AHEAD),
+            usable_until: now + ttl + max_stale,
+        }
+    }
+
     fn lookup(&self, kid: &str, algorithm: Algorithm) -> Lookup {
         match self.by_kid.get(kid) {
             None => Lookup::Unknown,
@@ -137,6 +220,15 @@ impl CacheState {
         last.is_none_or(|last| now.saturating_duration_since(last) >= gap)
     }
 
+    /// Whether a request answered from the cached keys should start a
+    /// refresh behind it: they are near or past the end of their freshness,
+    /// no fetch is under way, and the rate limit allows one.
+    fn refresh_due(&self, now: Instant, policy: &JwksPolicy) -> bool {
+        !self.fetching
+            && self.keys.as_deref().is_some_and(|keys| now >= keys.refresh_from)
+            && self.may_fetch(now, policy)
+    }
+
     /// The answer from what is cached, fresh or not. An unknown `kid` is
     /// only a verdict on the token if the last fetch succeeded: otherwise
     /// the key may exist and we just could not get it.
@@ -147,82 +239,224 @@ impl CacheState {
             Some(lookup) => lookup,
         }
     }
+
+    /// Takes a fetch's result. Logged here, so that every fetch is logged
+    /// the same way whoever waited for it.
+    fn store(&mut self, policy: &JwksPolicy, outcome: Result<Fetched, FetchError>, purpose: Purpose) {
+        let now = Instant::now();
+        self.attempts += 1;
+        self.last_attempt = Some(now);
+        if self.usable_keys(now).is_some() {
+            self.last_refresh = Some(now);
+        }
+        match outcome {
+            Ok(fetched) => {
+                let ttl = policy.ttl(fetched.max_age);
+                tracing::debug!(
+                    keys = fetched.keys.len(),
+                    ttl_s = ttl.as_secs(),
+                    during = ?purpose,
+                    "fetched the issuer's keys"
+                );
+                self.keys = Some(Arc::new(KeySet::new(fetched.keys, now, ttl, policy.max_stale)));
+                self.last_failed = false;
+                self.misconfigured = None;
+                self.jwks_uri = fetched.jwks_uri.or(self.jwks_uri.take());
+            }
+            Err(err) => {
+                self.last_failed = true;
+                self.misconfigured = err.is_misconfiguration().then(|| Misconfigured(err.to_string()));
+                match (purpose, &self.misconfigured) {
+                    // `prepare` returns it, and the function refuses to start
+                    // with it: one line, not two.
+                    (Purpose::Init, Some(_)) => {}
+                    (Purpose::Init, None) => tracing::warn!(
+                        cause = %err,
+                        "could not fetch the issuer's keys during init; starting anyway, requests will fetch them"
+                    ),
+                    _ if self.usable_keys(now).is_some() => tracing::warn!(
+                        cause = %err,
+                        "could not refresh the issuer's keys; using the cached ones"
+                    ),
+                    _ => tracing::error!(cause = %err, "could not fetch the issuer's keys; answering 503"),
+                }
+            }
+        }
+    }
 }
 
 impl KeyCache {
     pub(super) fn new(source: JwksSource, policy: JwksPolicy) -> Result<Self, ClientError> {
+        let (completed, _) = watch::channel(0);
         Ok(Self {
-            fetcher: JwksFetcher::new(source, policy.timeout, policy.max_bytes)?,
-            policy,
-            state: RwLock::default(),
-            gate: tokio::sync::Mutex::new(()),
+            shared: Arc::new(Shared {
+                fetcher: JwksFetcher::new(source, policy.timeout, policy.max_bytes)?,
+                policy,
+                state: RwLock::default(),
+                completed,
+            }),
         })
     }
 
+    /// Fetches the keys once, during init, so that the first requests find
+    /// them cached. A failure is logged and the function starts anyway
+    /// (requests then fetch, under the retry interval); only a discovery
+    /// document that contradicts the configuration is an error. Takes at
+    /// most the fetch's own timeouts (one exchange, or two with discovery).
+    pub(super) async fn prepare(&self) -> Result<(), Misconfigured> {
+        self.start_fetch(Purpose::Init);
+        self.settled().await;
+        let state = self.shared.read();
+        match &state.misconfigured {
+            Some(err) => Err(err.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The key for `kid`, from the cache when it has usable keys that know
+    /// it (starting a refresh behind this request when they are due one),
+    /// else after waiting for a fetch, if the rate limits allow one.
     pub(super) async fn key(&self, kid: &str, algorithm: Algorithm) -> Lookup {
         let seen = {
-            let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
             let now = Instant::now();
-            if let Some(keys) = state.keys.as_deref().filter(|keys| now < keys.fresh_until) {
-                match keys.lookup(kid, algorithm) {
-                    Lookup::Unknown => {}
-                    found_or_mismatch => return found_or_mismatch,
+            let state = self.shared.read();
+            match state.usable_keys(now).map(|keys| keys.lookup(kid, algorithm)) {
+                None | Some(Lookup::Unknown) => state.attempts,
+                Some(found_or_mismatch) => {
+                    if state.refresh_due(now, &self.shared.policy) {
+                        drop(state);
+                        self.refresh_behind();
+                    }
+                    return found_or_mismatch;
                 }
             }
-            state.attempts
         };
-
-        let _gate = self.gate.lock().await;
-        let (fetch, jwks_uri) = {
-            let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
-            let fetch = state.attempts == seen && state.may_fetch(Instant::now(), &self.policy);
-            (fetch, state.jwks_uri.clone())
-        };
-        if fetch {
-            let outcome = self.fetcher.fetch(jwks_uri).await;
-            self.store(outcome);
-        }
-        let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let fetched = self.wait_for_fetch(seen).await;
+        let state = self.shared.read();
         let lookup = state.lookup(kid, algorithm, Instant::now());
-        if matches!(lookup, Lookup::Unavailable) && !fetch {
+        if matches!(lookup, Lookup::Unavailable) && !fetched {
             tracing::debug!("no usable key for a JWT, and the last fetch of the issuer's keys failed");
         }
         lookup
     }
 
-    fn store(&self, outcome: Result<Fetched, FetchError>) {
-        let now = Instant::now();
-        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
-        state.attempts += 1;
-        state.last_attempt = Some(now);
-        if state.usable_keys(now).is_some() {
-            state.last_refresh = Some(now);
-        }
-        match outcome {
-            Ok(fetched) => {
-                let ttl = self.policy.ttl(fetched.max_age);
-                tracing::debug!(
-                    keys = fetched.keys.len(),
-                    ttl_s = ttl.as_secs(),
-                    "fetched the issuer's keys"
-                );
-                state.keys = Some(Arc::new(KeySet {
-                    by_kid: fetched.keys,
-                    fresh_until: now + ttl,
-                    usable_until: now + ttl + self.policy.max_stale,
-                }));
-                state.last_failed = false;
-                state.jwks_uri = fetched.jwks_uri.or(state.jwks_uri.take());
+    /// Resolves once no fetch is under way: at once, nearly always. For the
+    /// invocation loop to await after an answer and before asking for the
+    /// next invocation on classic Lambda, where a refresh still running
+    /// when the environment is frozen would resume, and time out, only at
+    /// the next thaw; and for tests.
+    pub(super) async fn settled(&self) {
+        let mut completed = self.shared.completed.subscribe();
+        let attempts = {
+            let state = self.shared.read();
+            if !state.fetching {
+                return;
             }
-            Err(err) => {
-                state.last_failed = true;
-                if state.usable_keys(now).is_some() {
-                    tracing::warn!(cause = %err, "could not refresh the issuer's keys; using the cached ones");
-                } else {
-                    tracing::error!(cause = %err, "could not fetch the issuer's keys; answering 503");
-                }
+            state.attempts
+        };
+        // The sender lives as long as `self`, so this cannot fail.
+        let _ = completed.wait_for(|&done| done > attempts).await;
+    }
+
+    fn refresh_behind(&self) {
+        let mut state = self.shared.write();
+        // Again under the write lock: another request may have started one.
+        if state.refresh_due(Instant::now(), &self.shared.policy) {
+            tracing::debug!("refreshing the issuer's keys behind a request");
+            self.start_fetch_locked(&mut state, Purpose::Refresh);
+        }
+    }
+
+    /// Waits for the fetch under way, or starts one if the rate limits
+    /// allow, unless a fetch has completed since this request looked (its
+    /// `seen` count of attempts): then that one's result is what it gets.
+    /// Returns whether it waited for a fetch.
+    ///
+    /// Cancellation-safe: dropped while it waits, it leaves the fetch
+    /// running in its task, which stores the result and wakes the others.
+    async fn wait_for_fetch(&self, seen: u64) -> bool {
+        // Subscribed before looking, so that a fetch completing in between
+        // is not missed: `wait_for` first checks the current count.
+        let mut completed = self.shared.completed.subscribe();
+        {
+            let mut state = self.shared.write();
+            let under_way = state.attempts == seen
+                && (state.fetching
+                    || state.may_fetch(Instant::now(), &self.shared.policy)
+                        && self.start_fetch_locked(&mut state, Purpose::Request));
+            if !under_way {
+                return false;
             }
         }
+        let _ = completed.wait_for(|&done| done > seen).await;
+        true
+    }
+
+    fn start_fetch(&self, purpose: Purpose) -> bool {
+        let mut state = self.shared.write();
+        !state.fetching && self.start_fetch_locked(&mut state, purpose)
+    }
+
+    /// Spawns the fetch; returns whether it did. The task, not the request
+    /// that started it, owns the fetch: it outlives that request.
+    fn start_fetch_locked(&self, state: &mut CacheState, purpose: Purpose) -> bool {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::error!("cannot fetch the issuer's keys outside an async runtime");
+            return false;
+        };
+        state.fetching = true;
+        let fetch = InFlight {
+            shared: Arc::clone(&self.shared),
+            purpose,
+            done: false,
+        };
+        runtime.spawn(fetch.run(state.jwks_uri.clone()));
+        true
+    }
+}
+
+/// One fetch in its task. If the task ends without storing a result (the
+/// runtime shuts down, or the fetch panics), dropping it stores a failure,
+/// so that `fetching` is never left set and no waiter waits forever.
+struct InFlight {
+    shared: Arc<Shared>,
+    purpose: Purpose,
+    done: bool,
+}
+
+impl InFlight {
+    async fn run(mut self, jwks_uri: Option<FetchUrl>) {
+        let outcome = self.shared.fetcher.fetch(jwks_uri).await;
+        self.finish(outcome);
+    }
+
+    fn finish(&mut self, outcome: Result<Fetched, FetchError>) {
+        self.done = true;
+        let attempts = {
+            let mut state = self.shared.write();
+            state.fetching = false;
+            state.store(&self.shared.policy, outcome, self.purpose);
+            state.attempts
+        };
+        self.shared.completed.send_replace(attempts);
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !self.done {
+            self.finish(Err(FetchError::Abandoned));
+        }
+    }
+}
+
+impl Shared {
+    fn read(&self) -> RwLockReadGuard<'_, CacheState> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, CacheState> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -238,17 +472,63 @@ mod tests {
     fn a_kid_is_looked_up_together_with_the_algorithm() {
         let rsa = RsaKeyPair::generate(KeySize::Rsa2048).unwrap();
         let now = Instant::now();
-        let set = KeySet {
-            by_kid: keys(json!({ "keys": [rsa_jwk(&rsa, "k")] })),
-            fresh_until: now,
-            usable_until: now,
-        };
+        let set = KeySet::new(
+            keys(json!({ "keys": [rsa_jwk(&rsa, "k")] })),
+            now,
+            Duration::ZERO,
+            Duration::ZERO,
+        );
         assert!(matches!(set.lookup("k", Algorithm::RS256), Lookup::Found(_)));
         assert!(matches!(
             set.lookup("k", Algorithm::ES256),
             Lookup::OtherAlgorithm
         ));
         assert!(matches!(set.lookup("other", Algorithm::RS256), Lookup::Unknown));
+    }
+
+    #[test]
+    fn a_refresh_is_due_from_the_last_quarter_of_the_freshness_once_per_interval_one_at_a_time() {
+        let policy = JwksPolicy::default();
+        let minutes = |m: f64| Duration::from_secs_f64(m * 60.0);
+        let fetched = Instant::now();
+        let set = KeySet::new(HashMap::new(), fetched, minutes(10.0), policy.max_stale);
+        assert_eq!(set.refresh_from, fetched + minutes(7.5));
+        assert_eq!(set.usable_until, fetched + minutes(70.0));
+        let mut state = CacheState {
+            keys: Some(Arc::new(set)),
+            last_attempt: Some(fetched),
+            ..CacheState::default()
+        };
+
+        for (at, due) in [
+            (0.0, false),
+            (7.4, false),
+            (7.5, true),
+            (10.0, true),
+            (69.9, true),
+        ] {
+            assert_eq!(
+                state.refresh_due(fetched + minutes(at), &policy),
+                due,
+                "at {at} min"
+            );
+        }
+        state.fetching = true;
+        assert!(
+            !state.refresh_due(fetched + minutes(8.0), &policy),
+            "while one runs"
+        );
+        state.fetching = false;
+        state.last_refresh = Some(fetched + minutes(8.0));
+        let after_refresh = |seconds| fetched + minutes(8.0) + Duration::from_secs(seconds);
+        assert!(
+            !state.refresh_due(after_refresh(9), &policy),
+            "9 s after a refresh"
+        );
+        assert!(
+            state.refresh_due(after_refresh(10), &policy),
+            "10 s after a refresh"
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use self::fetch::JwksSource;
 pub use self::fetch::{ClientError, FetchUrl};
-pub use self::keys::{JwksPolicy, RETRY_INTERVAL};
+pub use self::keys::{JwksPolicy, Misconfigured, RETRY_INTERVAL};
 use self::keys::{KeyCache, Lookup};
 
 /// The scope a token needs when `PLANTS_JWT_SCOPE` is not set.
@@ -186,6 +186,18 @@ impl JwtVerifier {
 
     pub fn scope(&self) -> &str {
         &self.inner.settings.scope
+    }
+
+    /// Fetches the issuer's keys, during init. An issuer out of reach is
+    /// logged and not an error (requests fetch the keys then); a discovery
+    /// document that contradicts the settings is.
+    pub async fn prepare(&self) -> Result<(), Misconfigured> {
+        self.inner.keys.prepare().await
+    }
+
+    /// Resolves once no fetch of the issuer's keys is under way.
+    pub async fn settled(&self) {
+        self.inner.keys.settled().await;
     }
 
     pub(super) async fn check(&self, token: &str) -> Result<(), Failure> {

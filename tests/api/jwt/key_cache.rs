@@ -1,6 +1,7 @@
 //! The key cache: when the JWKS is fetched again, what its `Cache-Control`
-//! and the policy decide, a slow or failing JWKS, and keys found through the
-//! issuer's discovery document.
+//! and the policy decide, a slow or failing JWKS, keys found through the
+//! issuer's discovery document, refreshes behind requests that do not wait
+//! for them, and requests dropped while they wait.
 
 use super::*;
 
@@ -50,12 +51,6 @@ fn rotated() -> Jwt {
     Jwt::rs256()
         .header("kid", json!("rsa-2"))
         .signed(Signing::Rs256(&keys().rsa_next))
-}
-
-fn quick(change: impl FnOnce(&mut JwksPolicy)) -> JwksPolicy {
-    let mut policy = JwksPolicy::default();
-    change(&mut policy);
-    policy
 }
 
 /// A JWKS of `size` bytes: the standard keys and a padding member.
@@ -113,7 +108,8 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
             ],
         ),
         (
-            "the JWKS down with keys cached: the cached keys are used, an unknown kid is a 503",
+            "the JWKS down with keys cached: the cached keys are used (and refreshed behind the \
+             request), an unknown kid is a 503",
             expiring(),
             vec![
                 CacheControl("max-age=0"),
@@ -243,11 +239,14 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
 
     for (case, policy, steps) in scenarios {
         let server = JwksServer::start(standard_jwks()).await;
-        let app = app(&server, policy).await;
+        let verifier = verifier(&server, policy);
+        let app = TestApp::with_authenticator(Authenticator::with_jwt(verifier.clone())).await;
         for (id, step) in (1..).zip(steps) {
             match step {
                 Send(jwt, expect, fetches) => {
                     let response = app.send(request(&jwt.encode(), id)).await;
+                    // A refresh behind the request counts once it has ended.
+                    verifier.settled().await;
                     let step = format!("{case}, step {id}");
                     assert_outcome(&app, &response, id, expect, &step).await;
                     assert_eq!(server.fetches(), fetches, "{step}: JWKS fetches");
@@ -323,7 +322,7 @@ async fn without_a_jwks_url_the_issuers_discovery_document_gives_it() {
     )
     .await;
 
-    assert_eq!(server.shared.discovery_fetches.load(Ordering::SeqCst), 1);
+    assert_eq!(server.discovery_fetches(), 1);
     assert_eq!(server.fetches(), 1);
 }
 
@@ -351,4 +350,110 @@ async fn a_discovery_document_naming_another_issuer_is_not_trusted() {
     )
     .await;
     assert_eq!(server.fetches(), 0, "its jwks_uri is not fetched");
+}
+
+#[tokio::test]
+async fn keys_near_the_end_of_their_freshness_are_refreshed_behind_a_request_that_does_not_wait() {
+    // Fresh for 3 s, so refreshed behind requests from 2.25 s on.
+    let server = JwksServer::start(standard_jwks()).await;
+    server.serve(|served| served.cache_control = Some("max-age=3".into()));
+    let verifier = verifier(&server, quick(|policy| policy.min_ttl = Duration::ZERO));
+    let app = TestApp::with_authenticator(Authenticator::with_jwt(verifier.clone())).await;
+    verifier
+        .prepare()
+        .await
+        .expect("the keys, fetched as during init");
+    let fetched = Instant::now();
+    // From now on the issuer takes a second to answer, and has a new key.
+    server.serve(|served| {
+        served.delay = Duration::from_secs(1);
+        served.jwks = jwks(&[rsa_jwk(&keys().rsa, "rsa-1"), rsa_jwk(&keys().rsa_next, "rsa-2")]);
+    });
+
+    let response = app.send(request(&Jwt::rs256().encode(), 1)).await;
+    verifier.settled().await;
+    assert_outcome(&app, &response, 1, Expect::Created, "fresh keys").await;
+    assert_eq!(server.fetches(), 1, "fresh keys are not refreshed");
+
+    tokio::time::sleep_until((fetched + Duration::from_millis(2600)).into()).await;
+    let started = Instant::now();
+    let response = app.send(request(&Jwt::rs256().encode(), 2)).await;
+    let answered_after = started.elapsed();
+    assert_outcome(&app, &response, 2, Expect::Created, "keys in their last quarter").await;
+    assert!(
+        answered_after < Duration::from_millis(500),
+        "answered after {answered_after:?}; the issuer takes a second"
+    );
+    verifier.settled().await;
+    assert_eq!(server.fetches(), 2, "one refresh, behind the request");
+
+    // What the refresh brought is in use: the new key needs no fetch.
+    let response = app.send(request(&rotated().encode(), 3)).await;
+    assert_outcome(&app, &response, 3, Expect::Created, "the new key").await;
+    assert_eq!(server.fetches(), 2);
+}
+
+#[tokio::test]
+async fn keys_past_their_freshness_are_used_at_once_and_refreshed_behind_the_request() {
+    let server = JwksServer::start(standard_jwks()).await;
+    let verifier = verifier(&server, expiring());
+    let app = TestApp::with_authenticator(Authenticator::with_jwt(verifier.clone())).await;
+    server.serve(|served| served.cache_control = Some("max-age=0".into()));
+    verifier
+        .prepare()
+        .await
+        .expect("the keys, fetched as during init");
+    server.serve(|served| served.delay = Duration::from_secs(1));
+
+    for id in [1, 2] {
+        let started = Instant::now();
+        let response = app.send(request(&Jwt::es256().encode(), id)).await;
+        let answered_after = started.elapsed();
+        assert_outcome(&app, &response, id, Expect::Created, "stale keys").await;
+        assert!(
+            answered_after < Duration::from_millis(500),
+            "request {id} answered after {answered_after:?}; the issuer takes a second"
+        );
+        verifier.settled().await;
+        assert_eq!(
+            server.fetches(),
+            id as usize + 1,
+            "request {id}: a refresh behind it"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_request_dropped_while_it_waits_for_the_keys_loses_no_fetch_and_holds_up_no_other() {
+    let server = JwksServer::start(standard_jwks()).await;
+    server.serve(|served| served.delay = Duration::from_millis(800));
+    let app = app(&server, JwksPolicy::default()).await;
+
+    // The first request starts the fetch and is dropped 200 ms into its
+    // wait, as the invocation's deadline drops a request; the second
+    // arrives meanwhile and waits for the same fetch.
+    let first = tokio::time::timeout(
+        Duration::from_millis(200),
+        app.send(request(&Jwt::rs256().encode(), 1)),
+    );
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        app.send(request(&Jwt::rs256().encode(), 2)).await
+    };
+    let (first, second) = tokio::join!(first, second);
+
+    assert!(
+        first.is_err(),
+        "the first request was answered before it was dropped"
+    );
+    assert_eq!(app.stored(1).await, None, "the dropped request stored a plant");
+    assert_outcome(&app, &second, 2, Expect::Created, "beside a dropped request").await;
+    assert_eq!(
+        server.fetches(),
+        1,
+        "the dropped request's fetch went on, and served the other"
+    );
+    let response = app.send(request(&Jwt::es256().encode(), 3)).await;
+    assert_outcome(&app, &response, 3, Expect::Created, "after both").await;
+    assert_eq!(server.fetches(), 1);
 }

@@ -30,6 +30,7 @@ use crate::helpers::{Captured, DEV_TOKEN, Event, TestApp, TestResponse, assert_i
 use crate::startup::start_the_function;
 
 mod configuration;
+mod init;
 mod key_cache;
 mod tokens;
 
@@ -235,8 +236,10 @@ struct Served {
     content_length: bool,
     /// Close the connection without answering.
     reset: bool,
-    /// The `issuer` of the discovery document; its `jwks_uri` is ours.
+    /// The `issuer` of the discovery document.
     discovery_issuer: Option<String>,
+    /// Its `jwks_uri`, when not ours.
+    discovery_jwks_uri: Option<String>,
 }
 
 struct Shared {
@@ -264,6 +267,7 @@ impl JwksServer {
                 content_length: true,
                 reset: false,
                 discovery_issuer: None,
+                discovery_jwks_uri: None,
             }),
             jwks_fetches: AtomicUsize::new(0),
             discovery_fetches: AtomicUsize::new(0),
@@ -282,6 +286,10 @@ impl JwksServer {
 
     fn fetches(&self) -> usize {
         self.shared.jwks_fetches.load(Ordering::SeqCst)
+    }
+
+    fn discovery_fetches(&self) -> usize {
+        self.shared.discovery_fetches.load(Ordering::SeqCst)
     }
 }
 
@@ -311,7 +319,9 @@ async fn answer(mut stream: TcpStream, shared: Arc<Shared>, base_url: String) ->
         "/.well-known/openid-configuration" => {
             shared.discovery_fetches.fetch_add(1, Ordering::SeqCst);
             let issuer = served.discovery_issuer.clone().unwrap_or_default();
-            let document = json!({ "issuer": issuer, "jwks_uri": format!("{base_url}/jwks.json") });
+            let jwks_uri =
+                (served.discovery_jwks_uri.clone()).unwrap_or_else(|| format!("{base_url}/jwks.json"));
+            let document = json!({ "issuer": issuer, "jwks_uri": jwks_uri });
             (served.status, document.to_string())
         }
         _ => (404, String::new()),
@@ -341,6 +351,13 @@ fn verifier(server: &JwksServer, policy: JwksPolicy) -> JwtVerifier {
     let settings = JwtSettings::new(ISSUER, &[AUDIENCE, CLIENT_ID], Some(&server.jwks_url()), SCOPE)
         .expect("valid settings");
     JwtVerifier::with_policy(settings, policy).expect("an HTTP client")
+}
+
+/// The default policy with `change` made.
+fn quick(change: impl FnOnce(&mut JwksPolicy)) -> JwksPolicy {
+    let mut policy = JwksPolicy::default();
+    change(&mut policy);
+    policy
 }
 
 /// For other test modules: a verifier of this module's issuer, with its
