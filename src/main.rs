@@ -87,13 +87,22 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
     if let Ok(Err(err)) = keys.await {
         refuse_to_start(Some(&api), &err).await;
     }
+    // On classic Lambda a refresh of the issuer's keys that a request
+    // started ends before the environment is frozen (`run_settling`).
+    let settling = config.authenticator.clone();
     let app = App::new(store, config.authenticator).with_telemetry(Telemetry::new(config.telemetry, Stdout));
     let app = std::sync::Arc::new(app);
 
-    runtime::run(api, function, concurrency, move |request| {
-        let app = app.clone();
-        async move { app.handle(request).await }.boxed()
-    })
+    runtime::run_settling(
+        api,
+        function,
+        concurrency,
+        move |request| {
+            let app = app.clone();
+            async move { app.handle(request).await }.boxed()
+        },
+        || settling.settled(),
+    )
     .boxed()
     .await
 }

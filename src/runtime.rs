@@ -367,16 +367,48 @@ where
     H: Fn(Request) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
+    run_settling(api, config, concurrency, handler, || std::future::ready(())).await
+}
+
+/// [`run`], and with one worker (classic Lambda), `settle` awaited after
+/// each answer and before the next `next`, within the invocation's
+/// deadline: on classic Lambda the environment is frozen once the runtime
+/// asks for the next invocation, so work that a request started behind its
+/// answer (a refresh of the issuer's keys) ends now, rather than time out
+/// at the next thaw. The client already has its answer. With several
+/// workers (Managed Instances) nothing is frozen and `settle` is not used.
+pub async fn run_settling<H, F, S, SF>(
+    api: RuntimeApi,
+    config: FunctionConfig,
+    concurrency: Concurrency,
+    handler: H,
+    settle: S,
+) -> Result<(), Error>
+where
+    H: Fn(Request) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+    S: Fn() -> SF,
+    SF: Future<Output = ()>,
+{
     let api = Arc::new(api);
     let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
     if !concurrency.is_concurrent() {
-        return serve(&api, &config, &handler, stopped).await;
+        return serve(&api, &config, &handler, Some(&settle), stopped).await;
     }
     let mut workers = JoinSet::new();
     for _ in 0..concurrency.get() {
         let (api, config, handler, stopped) = (api.clone(), config.clone(), handler.clone(), stopped.clone());
-        workers.spawn(async move { serve(&api, &config, &handler, stopped).await });
+        workers.spawn(async move {
+            serve(
+                &api,
+                &config,
+                &handler,
+                None::<&fn() -> std::future::Ready<()>>,
+                stopped,
+            )
+            .await
+        });
     }
     tracing::debug!(workers = concurrency.get(), "serving invocations concurrently");
     let mut first = None;
@@ -400,15 +432,18 @@ where
 /// One worker: `next`, the handler, the answer, until a Runtime API call
 /// fails for good (its cause) or another worker's did (`Ok`, once this
 /// worker's invocation in flight, if any, is answered).
-async fn serve<H, F>(
+async fn serve<H, F, S, SF>(
     api: &RuntimeApi,
     config: &Arc<FunctionConfig>,
     handler: &H,
+    settle: Option<&S>,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), Error>
 where
     H: Fn(Request) -> F,
     F: Future<Output = Response<Body>>,
+    S: Fn() -> SF,
+    SF: Future<Output = ()>,
 {
     loop {
         // A worker that waits for an invocation when another has failed for
@@ -480,8 +515,24 @@ where
             ),
         };
         api.post(path, error_type.as_deref(), headers.get(INVOCATION_ID), body)
-            .instrument(span)
+            .instrument(span.clone())
             .await?;
+        if let Some(settle) = settle {
+            let deadline = headers
+                .get(DEADLINE_MS)
+                .and_then(|value| value.to_str().ok()?.parse::<u64>().ok())
+                .and_then(|deadline_ms| deadline::before(deadline_ms, BACKSTOP_MARGIN));
+            let settled = match deadline {
+                Some(cut) => tokio::time::timeout_at(cut.into(), settle()).await.is_ok(),
+                None => {
+                    settle().await;
+                    true
+                }
+            };
+            if !settled {
+                tracing::warn!(parent: &span, "work started behind the answer was still running at the deadline");
+            }
+        }
     }
 }
 

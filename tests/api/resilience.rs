@@ -515,3 +515,36 @@ async fn a_handler_that_never_answers_is_failed_before_the_deadline_and_the_next
     assert!(ms_since_epoch(failed.received) < stuck.deadline_ms.expect("a deadline"));
     assert_eq!(answer_for(&answered, &next).body["statusCode"], 200);
 }
+
+#[tokio::test]
+async fn with_one_worker_the_work_behind_an_answer_ends_before_the_next_next_and_with_eight_it_is_not_awaited()
+ {
+    for workers in [1, 8] {
+        let sent: Vec<Invocation> = (0..3)
+            .map(|n| Invocation::new(&format!("settle-{workers}-{n}"), http_event("fine")))
+            .collect();
+        let api = FakeRuntimeApi::start(sent);
+        let seen = Mutex::new(Vec::new());
+
+        let _ = runtime::run_settling(
+            RuntimeApi::new(api.uri()),
+            function_config(),
+            Concurrency::parse(&workers.to_string()).expect("a concurrency"),
+            |_request: Request| async { Response::new(Body::from("fine")) },
+            || async {
+                // How many answers and `next` calls the stand-in has seen.
+                let answered = api.posted.try_iter().count();
+                seen.lock().expect("seen").push((answered, api.nexts().len()));
+            },
+        )
+        .await;
+
+        let seen = seen.into_inner().expect("seen");
+        if workers == 1 {
+            // After each answer (one each time), before the next `next`.
+            assert_eq!(seen, [(1, 1), (1, 2), (1, 3)]);
+        } else {
+            assert_eq!(seen, []);
+        }
+    }
+}
