@@ -28,14 +28,30 @@ pub const BACKSTOP_MARGIN: Duration = Duration::from_millis(100);
 
 /// The point in time `margin` before a deadline given as Unix time in
 /// milliseconds, on the monotonic clock. A deadline already past (or within
-/// the margin) is now. `None` when it is too far ahead to be represented,
-/// which is the same as no deadline at all.
+/// the margin) is now. `None`, the same as no deadline at all, when it is
+/// too far ahead to be represented, or more than [`NOT_A_DEADLINE`] in the
+/// past.
 pub fn before(deadline_ms: u64, margin: Duration) -> Option<Instant> {
     before_at(deadline_ms, margin, SystemTime::now(), Instant::now())
 }
 
+/// How far in the past a deadline can be and still be one. Lambda sends
+/// Unix time in milliseconds; `cargo lambda watch` (1.9.2) sends the
+/// timeout itself, `600000`, which read as Unix time is January 1970: every
+/// local invocation would be past its deadline before it started
+/// (docs/upstream/cargo-lambda-watch-deadline-is-a-duration.md). No real
+/// invocation waits a day to be handed out, so a value that old is not a
+/// point in time, and there is no deadline to keep.
+pub const NOT_A_DEADLINE: Duration = Duration::from_secs(24 * 3600);
+
 fn before_at(deadline_ms: u64, margin: Duration, wall: SystemTime, now: Instant) -> Option<Instant> {
     let deadline = UNIX_EPOCH.checked_add(Duration::from_millis(deadline_ms))?;
+    if wall
+        .duration_since(deadline)
+        .is_ok_and(|ago| ago > NOT_A_DEADLINE)
+    {
+        return None;
+    }
     let left = deadline
         .duration_since(wall)
         .unwrap_or(Duration::ZERO)
@@ -62,10 +78,28 @@ mod tests {
     fn a_deadline_already_past_or_inside_the_margin_is_now() {
         let wall = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let now = Instant::now();
-        for deadline_ms in [0, 1_699_999_999_000, 1_700_000_000_000, 1_700_000_000_200] {
+        for deadline_ms in [
+            1_699_913_600_000,
+            1_699_999_999_000,
+            1_700_000_000_000,
+            1_700_000_000_200,
+        ] {
             assert_eq!(
                 before_at(deadline_ms, ANSWER_MARGIN, wall, now),
                 Some(now),
+                "{deadline_ms}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_duration_sent_as_a_deadline_is_no_deadline() {
+        let wall = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let now = Instant::now();
+        for deadline_ms in [0, 600_000, 1_699_913_599_999] {
+            assert_eq!(
+                before_at(deadline_ms, ANSWER_MARGIN, wall, now),
+                None,
                 "{deadline_ms}"
             );
         }
