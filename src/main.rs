@@ -10,7 +10,7 @@ use plant_store::runtime::{self, Concurrency, RuntimeApi};
 use plant_store::sdk::{self, Trust};
 use plant_store::store::{DynamoStore, with_budgets};
 use plant_store::telemetry::{Stdout, Telemetry};
-use plant_store::trace::TraceHeader;
+use plant_store::trace::{self, AwsSubsegments, TraceHeader, Tracer};
 
 fn main() -> Result<(), Error> {
     plant_store::logging::init();
@@ -62,6 +62,13 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
     // about 30 page faults of every cold start, at 3 us each. Boxed, each
     // is polled in a frame of its own (docs/performance.md, "Smaller stack
     // frames").
+    // Subsegments for the invocations Lambda samples, when Lambda runs an
+    // X-Ray daemon beside the function (trace.rs).
+    match Tracer::from_env(&config.telemetry.service) {
+        Some(Ok(tracer)) => trace::enable(tracer),
+        Some(Err(err)) => tracing::warn!(cause = %err, "X-Ray subsegments are off"),
+        None => {}
+    }
     let sdk_config = sdk::load(&trust).boxed().await;
     let client = dynamo_client(&sdk_config);
     let store = DynamoStore::new(client, config.table_name);
@@ -90,12 +97,18 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
     .await
 }
 
-/// The DynamoDB client, with the store's time budgets and the trace header.
+/// The DynamoDB client, with the store's time budgets, the trace header and
+/// the X-Ray subsegments of its calls.
 /// Out of line for the reason the futures in `start` are boxed: the
 /// builders' temporaries stay in this frame.
 #[inline(never)]
 fn dynamo_client(sdk_config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
-    aws_sdk_dynamodb::Client::from_conf(with_budgets(sdk_config.into()).interceptor(TraceHeader).build())
+    aws_sdk_dynamodb::Client::from_conf(
+        with_budgets(sdk_config.into())
+            .interceptor(TraceHeader)
+            .interceptor(AwsSubsegments)
+            .build(),
+    )
 }
 
 /// One line in the log, the same line to Lambda (so that the invoke that
