@@ -48,9 +48,12 @@ impl Intercept for AwsSubsegments {
         "AwsSubsegments"
     }
 
-    fn read_before_execution(
+    /// The first hook that sees the operation's configuration (its name is
+    /// there) and still its input (the table's name).
+    fn read_before_serialization(
         &self,
         context: &BeforeSerializationInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let Some(metadata) = cfg.load::<Metadata>() else {
