@@ -293,7 +293,7 @@ bench-tiny: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_
 	cargo build --bin plant-store
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
-	   --impl rust,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
+	   --impl rust,traced,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
 	   --concurrency 2 --concurrency-invocations 20 --long 50 --out "$$out"
 
 # The soak: one warm process, every invocation with a fresh trace id, its

@@ -7,7 +7,7 @@ import os
 import time
 
 from ddb import DynamoDBLocal
-from emulator import FunctionDied, FunctionProcess, ProtocolError
+from emulator import FunctionDied, FunctionProcess, ProtocolError, XrayDaemon
 from proxy import Proxy, make_certificates
 from quota import CGROUP_PERIOD_US
 from subjects import REPO, fail
@@ -86,6 +86,8 @@ class Run(contextlib.ExitStack):
         return self
 
     def start(self):
+        self.daemon = XrayDaemon()
+        self.callback(self.daemon.close)
         self.ddb = self.enter_context(DynamoDBLocal(self.path("dynamodb-local.log")))
         self.certs = make_certificates(self.path("tls")) if "https" in self.transports else None
         self.proxy = (
@@ -127,6 +129,10 @@ class Run(contextlib.ExitStack):
         else:
             endpoint = self.proxy.endpoint if transport == "https" else self.ddb.endpoint
         env = subject.environment(transport, endpoint, self.certs, table or self.table(subject, transport))
+        if subject.kind == "rust":
+            # As Lambda sets it with Tracing: Active, whether or not an
+            # invocation is sampled.
+            env["AWS_XRAY_DAEMON_ADDRESS"] = self.daemon.address
         if concurrency:
             env["AWS_LAMBDA_MAX_CONCURRENCY"] = str(concurrency)
         if quota:
@@ -136,7 +142,7 @@ class Run(contextlib.ExitStack):
             # of a budget its predecessor spent.
             time.sleep(CGROUP_PERIOD_US / 1e6)
         log_path = self.path(f"{subject.name}-{transport}.log")
-        fn = FunctionProcess(subject.argv, env, log_path, quota and quota.spawning, subject.echo)
+        fn = FunctionProcess(subject.argv, env, log_path, quota and quota.spawning, subject.echo, subject.sampled)
         try:
             yield fn
         except BROKEN as err:
