@@ -322,7 +322,7 @@ class XrayDaemon:
     the function pays for a datagram is the same whether or not anyone
     reads it, and the kernel drops what overflows the buffer."""
 
-    HEADER = b'{"format":"json","version":1}'
+    HEADER = {"format": "json", "version": 1}
 
     def __init__(self):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -339,6 +339,10 @@ class XrayDaemon:
             except BlockingIOError:
                 return out
             header, _, document = datagram.partition(b"\n")
+            try:
+                header = json.loads(header)
+            except ValueError:
+                header = None
             if header != self.HEADER:
                 raise ProtocolError(f"a datagram to the X-Ray daemon without its header: {datagram[:200]!r}")
             out.append(json.loads(document))

@@ -103,12 +103,9 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
 /// builders' temporaries stay in this frame.
 #[inline(never)]
 fn dynamo_client(sdk_config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
-    aws_sdk_dynamodb::Client::from_conf(
-        with_budgets(sdk_config.into())
-            .interceptor(TraceHeader)
-            .interceptor(AwsSubsegments)
-            .build(),
-    )
+    let mut config = with_budgets(sdk_config.into()).interceptor(TraceHeader);
+    config.push_interceptor(AwsSubsegments::shared());
+    aws_sdk_dynamodb::Client::from_conf(config.build())
 }
 
 /// One line in the log, the same line to Lambda (so that the invoke that

@@ -6,10 +6,11 @@
 use aws_sdk_dynamodb::config::interceptors::{
     BeforeSerializationInterceptorContextRef, FinalizerInterceptorContextRef,
 };
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, Region, RuntimeComponents};
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, Region, RuntimeComponents, SharedInterceptor};
 use aws_sdk_dynamodb::error::{BoxError, ProvideErrorMetadata};
 use aws_sdk_dynamodb::operation::describe_table::{DescribeTableError, DescribeTableInput};
 use aws_sdk_dynamodb::operation::put_item::{PutItemError, PutItemInput};
+use aws_smithy_runtime_api::client::interceptors::OverriddenHooks;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::retries::RequestAttempts;
 use aws_smithy_types::config_bag::{Storable, StoreReplace};
@@ -43,9 +44,24 @@ impl Storable for InFlight {
     type Storer = StoreReplace<Self>;
 }
 
+impl AwsSubsegments {
+    /// Registered with `SharedInterceptor::permanent`: the SDK then skips
+    /// the per-hook config-bag lookup that lets an operation disable an
+    /// interceptor, which with the two hooks below is all an unsampled
+    /// invocation would pay (docs/performance.md, "Traces").
+    pub fn shared() -> SharedInterceptor {
+        SharedInterceptor::permanent(Self)
+    }
+}
+
 impl Intercept for AwsSubsegments {
     fn name(&self) -> &'static str {
         "AwsSubsegments"
+    }
+
+    /// Only these two hooks are called; the SDK skips the others.
+    fn overridden_hooks(&self) -> OverriddenHooks {
+        OverriddenHooks::READ_BEFORE_SERIALIZATION | OverriddenHooks::READ_AFTER_EXECUTION
     }
 
     /// The first hook that sees the operation's configuration (its name is

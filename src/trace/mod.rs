@@ -40,7 +40,7 @@ mod xray;
 
 pub use self::aws::AwsSubsegments;
 use self::xray::{
-    Annotations, Aws, Cause, Document, Flags, Http, HttpRequest, HttpResponse, Id, Kind, Namespace,
+    Annotations, Aws, Cause, Document, Flags, Http, HttpRequest, HttpResponse, Id, Kind, Namespace, Parent,
 };
 pub use self::xray::{DAEMON_ADDRESS, DaemonError, Tracer};
 
@@ -81,7 +81,6 @@ struct Sampled {
     /// The handler's subsegment: its id (parent of the calls'), when the
     /// invocation began, and whether it has been sent.
     handler: Id,
-    handler_id: String,
     started: f64,
     answered: Cell<bool>,
 }
@@ -106,13 +105,11 @@ impl Sampled {
         if !sampled {
             return None;
         }
-        let handler = tracer.id();
         Some(Self {
             tracer,
             trace_id: root.to_owned(),
             parent_id: parent.to_owned(),
-            handler,
-            handler_id: handler.to_string(),
+            handler: tracer.id(),
             started: xray::now(),
             answered: Cell::new(false),
         })
@@ -124,13 +121,12 @@ impl Sampled {
             return;
         }
         let tracer = self.tracer;
-        let name = format!("## {}", tracer.service());
         tracer.send(&Document {
             kind: Kind::Subsegment,
             id: self.handler,
             trace_id: &self.trace_id,
-            parent_id: &self.parent_id,
-            name: &name,
+            parent_id: Parent::Header(&self.parent_id),
+            name: tracer.handler_name(),
             start_time: self.started,
             end_time: xray::now(),
             namespace: None,
@@ -242,7 +238,8 @@ struct Call {
     tracer: &'static Tracer,
     id: Id,
     trace_id: String,
-    parent_id: String,
+    /// The handler's subsegment.
+    parent_id: Id,
     name: String,
     namespace: Namespace,
     start_time: f64,
@@ -282,7 +279,7 @@ impl Call {
                     tracer: sampled.tracer,
                     id: sampled.tracer.id(),
                     trace_id: sampled.trace_id.clone(),
-                    parent_id: sampled.handler_id.clone(),
+                    parent_id: sampled.handler,
                     name: name.to_owned(),
                     namespace,
                     start_time: xray::now(),
@@ -317,7 +314,7 @@ impl Call {
             kind: Kind::Subsegment,
             id: self.id,
             trace_id: &self.trace_id,
-            parent_id: &self.parent_id,
+            parent_id: Parent::Subsegment(self.parent_id),
             name: &self.name,
             start_time: self.start_time,
             end_time: xray::now(),

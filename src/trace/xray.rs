@@ -43,6 +43,9 @@ pub struct Tracer {
     socket: UdpSocket,
     daemon: SocketAddr,
     service: String,
+    /// The handler's subsegment's name: `## ` and the service, as
+    /// Powertools names its handler's subsegment `## ` and the handler.
+    handler_name: String,
     ids: RandomState,
     next_id: AtomicU64,
     warned: AtomicBool,
@@ -105,6 +108,7 @@ impl Tracer {
             socket,
             daemon,
             service: service.to_owned(),
+            handler_name: format!("## {service}"),
             ids: RandomState::new(),
             next_id: AtomicU64::new(0),
             warned: AtomicBool::new(false),
@@ -113,6 +117,10 @@ impl Tracer {
 
     pub fn service(&self) -> &str {
         &self.service
+    }
+
+    pub fn handler_name(&self) -> &str {
+        &self.handler_name
     }
 
     /// A fresh subsegment id: a counter through SipHash with this process's
@@ -176,15 +184,46 @@ fn daemon_address(value: &str) -> Result<SocketAddr, DaemonError> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Id(u64);
 
+impl Id {
+    /// The 16 hex digits, without going through `fmt` (a few of these are
+    /// written per sampled invocation).
+    fn hex(self) -> [u8; 16] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = [0; 16];
+        for (i, digit) in hex.iter_mut().enumerate() {
+            *digit = DIGITS[((self.0 >> (60 - 4 * i)) & 0xf) as usize];
+        }
+        hex
+    }
+}
+
 impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:016x}", self.0)
+        // Hex digits are ASCII.
+        f.write_str(std::str::from_utf8(&self.hex()).unwrap_or_default())
     }
 }
 
 impl Serialize for Id {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        serializer.serialize_str(std::str::from_utf8(&self.hex()).unwrap_or_default())
+    }
+}
+
+/// A document's parent: the function's segment, as the trace header names
+/// it, or a subsegment of ours.
+#[derive(Debug, Clone, Copy)]
+pub enum Parent<'a> {
+    Header(&'a str),
+    Subsegment(Id),
+}
+
+impl Serialize for Parent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Header(id) => serializer.serialize_str(id),
+            Self::Subsegment(id) => id.serialize(serializer),
+        }
     }
 }
 
@@ -203,7 +242,7 @@ pub struct Document<'a> {
     pub kind: Kind,
     pub id: Id,
     pub trace_id: &'a str,
-    pub parent_id: &'a str,
+    pub parent_id: Parent<'a>,
     pub name: &'a str,
     pub start_time: f64,
     pub end_time: f64,
@@ -392,7 +431,7 @@ mod tests {
             kind: Kind::Subsegment,
             id: Id(0xabc),
             trace_id: "1-5759e988-bd862e3fe1be46a994272793",
-            parent_id: "53995c3f42cd8ad8",
+            parent_id: Parent::Header("53995c3f42cd8ad8"),
             name: "DynamoDB",
             start_time: 1.5,
             end_time: 2.25,

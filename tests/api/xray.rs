@@ -452,12 +452,9 @@ async fn a_putitem_dropped_before_dynamodb_answered_is_sent_as_a_timeout_fault()
             "l", "l", None, None, "t",
         ))
         .endpoint_url(proxy.url());
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        with_budgets(config)
-            .interceptor(TraceHeader)
-            .interceptor(AwsSubsegments)
-            .build(),
-    );
+    let mut config = with_budgets(config).interceptor(TraceHeader);
+    config.push_interceptor(AwsSubsegments::shared());
+    let client = aws_sdk_dynamodb::Client::from_conf(config.build());
     let store = DynamoStore::new(client, &table);
     let plant = NewPlant::from_json(br#"{"id":1,"name":"Fern"}"#).expect("a plant");
     let header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
