@@ -98,13 +98,13 @@ impl Sampled {
                 _ => {}
             }
         }
+        if !sampled {
+            return None;
+        }
         let (root, parent) = (
             root.filter(|root| is_trace_id(root))?,
             parent.filter(|id| is_id(id))?,
         );
-        if !sampled {
-            return None;
-        }
         Some(Self {
             tracer,
             trace_id: root.to_owned(),
