@@ -130,7 +130,9 @@ impl Sampled {
             start_time: self.started,
             end_time: xray::now(),
             namespace: None,
-            flags,
+            error: flags.error,
+            throttle: flags.throttle,
+            fault: flags.fault,
             cause: cause.map(|(kind, message)| Cause::new(tracer.id(), kind, message, false)),
             annotations: Some(annotations),
             aws: None,
@@ -319,7 +321,9 @@ impl Call {
             start_time: self.start_time,
             end_time: xray::now(),
             namespace: Some(self.namespace),
-            flags: ending.flags,
+            error: ending.flags.error,
+            throttle: ending.flags.throttle,
+            fault: ending.flags.fault,
             cause: ending
                 .cause
                 .map(|(kind, message, remote)| Cause::new(tracer.id(), kind, message, remote)),

@@ -248,8 +248,14 @@ pub struct Document<'a> {
     pub end_time: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<Namespace>,
-    #[serde(flatten)]
-    pub flags: Flags,
+    // `Flags`' three fields, in the document itself: `#[serde(flatten)]`
+    // would serialize the whole document through a map, at twice the cost.
+    #[serde(skip_serializing_if = "is_false")]
+    pub error: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub throttle: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub fault: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<Cause<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -278,13 +284,10 @@ pub enum Namespace {
 /// X-Ray's three flags: `error` a client error (4xx), `throttle` a 429 or
 /// a service's throttling error (with `error`), `fault` a server error
 /// (5xx), a timeout or a failure to get any answer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Flags {
-    #[serde(skip_serializing_if = "is_false")]
     pub error: bool,
-    #[serde(skip_serializing_if = "is_false")]
     pub throttle: bool,
-    #[serde(skip_serializing_if = "is_false")]
     pub fault: bool,
 }
 
@@ -436,7 +439,9 @@ mod tests {
             start_time: 1.5,
             end_time: 2.25,
             namespace: Some(Namespace::Aws),
-            flags: Flags::of_status(400, false),
+            error: true,
+            throttle: false,
+            fault: false,
             cause: Some(Cause::new(
                 Id(1),
                 "ConditionalCheckFailedException",
