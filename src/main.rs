@@ -53,8 +53,16 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
         }
     };
 
+    // Subsegments for the invocations Lambda samples, when Lambda runs an
+    // X-Ray daemon beside the function (src/trace/).
+    match Tracer::from_env(&config.telemetry.service) {
+        Some(Ok(tracer)) => trace::enable(tracer),
+        Some(Err(err)) => tracing::warn!(cause = %err, "X-Ray subsegments are off"),
+        None => {}
+    }
+
     // Built once; every invocation reuses its connection pool. Its requests
-    // carry their invocation's trace header (trace.rs).
+    // carry their invocation's trace header (src/trace/).
     //
     // The SDK's futures are large. Polled inline, their temporaries made
     // `start` one stack frame of 100 KB and the invocation loop another of
@@ -62,13 +70,6 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
     // about 30 page faults of every cold start, at 3 us each. Boxed, each
     // is polled in a frame of its own (docs/performance.md, "Smaller stack
     // frames").
-    // Subsegments for the invocations Lambda samples, when Lambda runs an
-    // X-Ray daemon beside the function (trace.rs).
-    match Tracer::from_env(&config.telemetry.service) {
-        Some(Ok(tracer)) => trace::enable(tracer),
-        Some(Err(err)) => tracing::warn!(cause = %err, "X-Ray subsegments are off"),
-        None => {}
-    }
     let sdk_config = sdk::load(&trust).boxed().await;
     let client = dynamo_client(&sdk_config);
     let store = DynamoStore::new(client, config.table_name);
