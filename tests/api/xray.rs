@@ -489,3 +489,20 @@ async fn a_putitem_dropped_before_dynamodb_answered_is_sent_as_a_timeout_fault()
         })
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_daemon_address_turns_tracing_off_with_one_warning_and_the_function_serves() {
+    let (table, proxy) = table_behind_a_proxy().await;
+    let sent = [create(1, 1, "Fern")];
+
+    let (answers, lines) = serve_traced(&sent, &proxy, &table, "no daemon here", 1).await;
+
+    assert_eq!(status(&answers, "req-1"), 200);
+    let warnings: Vec<&Value> = lines.iter().filter(|line| line["level"] == "WARN").collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert_eq!(warnings[0]["message"], "X-Ray subsegments are off");
+    assert_eq!(
+        warnings[0]["cause"],
+        "AWS_XRAY_DAEMON_ADDRESS is \"no daemon here\", not host:port (or udp:host:port tcp:host:port)"
+    );
+}
