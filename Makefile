@@ -300,7 +300,7 @@ bench-tiny: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_
 	cargo build --bin plant-store
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
-	   --impl rust,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
+	   --impl rust,traced,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
 	   --concurrency 2 --concurrency-invocations 20 --long 50 --out "$$out" && \
 	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
 	   --impl rust --jwt --transport none --memory 128 --memory-cold 1 --memory-warm 5 \
@@ -316,10 +316,11 @@ soak: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## One warm
 
 # The short version inside make test: 20,000 invocations leaked 1.7 MB
 # before src/runtime.rs and grow by under 0.1 MB now; 0.5 MB is far from both.
-# Then the same at concurrency 8, as on Lambda Managed Instances.
-soak-short: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## The soak's short version that make test runs (20,000 invocations, debug build, bound 0.5 MB; one at a time, then 8 at once)
+# Then the same at concurrency 8, as on Lambda Managed Instances, with every
+# invocation sampled for X-Ray (its subsegments sent: src/trace/).
+soak-short: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## The soak's short version that make test runs (20,000 invocations, debug build, bound 0.5 MB; one at a time, then 8 at once, traced)
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4
-	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4 --concurrency 8
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4 --concurrency 8 --sampled
 
 # Fuzzing is not part of make test: the committed corpus is replayed there
 # by a normal test (tests/api/fuzz_corpus.rs) instead. With no sanitizer

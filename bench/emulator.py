@@ -101,11 +101,12 @@ class _Connection:
 class Invocation:
     """One event handed out: its ids, and its answer once it came."""
 
-    def __init__(self, event, timeout):
+    def __init__(self, event, timeout, sampled=False):
         self.request_id = str(uuid.uuid4())
         self.invocation_id = str(uuid.uuid4())
         self.trace_id = (
-            f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};Sampled=0"
+            f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};"
+            f"Sampled={int(sampled)}"
         )
         self.head = (
             "HTTP/1.1 200 OK\r\n"
@@ -128,7 +129,8 @@ class RuntimeApi:
     """The Runtime API for one function process: `/next`, `/response`,
     `/error`, `/init/error`, with the headers `lambda_runtime` requires."""
 
-    def __init__(self, require_echo=True):
+    def __init__(self, require_echo=True, sampled=False):
+        self.sampled = sampled  # every event's trace header says Sampled=1 (X-Ray)
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(128)
@@ -222,7 +224,7 @@ class RuntimeApi:
         the response is read. `on_sent` and `on_response` run at those
         moments (for CPU clock readings), outside the timed window's edges."""
         self.wait_next(timeout)
-        invocation = Invocation(event, timeout)
+        invocation = Invocation(event, timeout, self.sampled)
         conn = self.parked.popleft()
         if on_sent:
             on_sent()
@@ -261,7 +263,7 @@ class RuntimeApi:
                 if event is None:
                     exhausted = True
                     break
-                invocation = Invocation(event, timeout)
+                invocation = Invocation(event, timeout, self.sampled)
                 in_flight[invocation.request_id] = invocation
                 invocation.sent = time.perf_counter_ns()
                 self.parked.popleft().sock.sendall(invocation.head)
@@ -314,6 +316,41 @@ def _reply(conn, status, body):
     )
 
 
+class XrayDaemon:
+    """A UDP socket where Lambda's X-Ray daemon would listen. It is read
+    only when asked (`documents`), never while an invocation is timed: what
+    the function pays for a datagram is the same whether or not anyone
+    reads it, and the kernel drops what overflows the buffer."""
+
+    HEADER = {"format": "json", "version": 1}
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.setblocking(False)
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def documents(self):
+        """Every document received since the last call, each checked for the daemon's header line."""
+        out = []
+        while True:
+            try:
+                datagram = self.sock.recv(65536)
+            except BlockingIOError:
+                return out
+            header, _, document = datagram.partition(b"\n")
+            try:
+                header = json.loads(header)
+            except ValueError:
+                header = None
+            if header != self.HEADER:
+                raise ProtocolError(f"a datagram to the X-Ray daemon without its header: {datagram[:200]!r}")
+            out.append(json.loads(document))
+
+    def close(self):
+        self.sock.close()
+
+
 def lambda_environment(runtime_api, extra):
     """The environment Lambda gives a function, and nothing of this
     machine's: no HOME with credentials, no CA variables unless asked."""
@@ -340,8 +377,8 @@ def lambda_environment(runtime_api, extra):
 class FunctionProcess:
     """One fresh function process (a cold start) under its own Runtime API."""
 
-    def __init__(self, argv, env, log_path, spawn_in=None, require_echo=True):
-        self.api = RuntimeApi(require_echo)
+    def __init__(self, argv, env, log_path, spawn_in=None, require_echo=True, sampled=False):
+        self.api = RuntimeApi(require_echo, sampled)
         self.argv, self.log_path = argv, log_path
         # A context the process is spawned in: bench/run.py's CPU-quota
         # cgroup, which the harness joins just while it spawns, so that the

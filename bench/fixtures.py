@@ -7,7 +7,7 @@ import os
 import time
 
 from ddb import DynamoDBLocal
-from emulator import FunctionDied, FunctionProcess, ProtocolError
+from emulator import FunctionDied, FunctionProcess, ProtocolError, XrayDaemon
 from issuer import Issuer
 from proxy import Proxy, make_certificates
 from quota import CGROUP_PERIOD_US
@@ -90,6 +90,8 @@ class Run(contextlib.ExitStack):
         return self
 
     def start(self):
+        self.daemon = XrayDaemon()
+        self.callback(self.daemon.close)
         self.ddb = self.enter_context(DynamoDBLocal(self.path("dynamodb-local.log")))
         self.certs = make_certificates(self.path("tls")) if "https" in self.transports else None
         self.proxy = (
@@ -143,6 +145,10 @@ class Run(contextlib.ExitStack):
             # The issuer's certificate is from the throwaway CA: the bundle
             # with it replaces the system's, one certificate larger.
             env |= self.issuer.environment() | {"SSL_CERT_FILE": self.certs["bundle"]}
+        if subject.kind == "rust":
+            # As Lambda sets it with Tracing: Active, whether or not an
+            # invocation is sampled.
+            env["AWS_XRAY_DAEMON_ADDRESS"] = self.daemon.address
         if concurrency:
             env["AWS_LAMBDA_MAX_CONCURRENCY"] = str(concurrency)
         if quota:
@@ -152,7 +158,7 @@ class Run(contextlib.ExitStack):
             # of a budget its predecessor spent.
             time.sleep(CGROUP_PERIOD_US / 1e6)
         log_path = self.path(f"{subject.name}-{transport}.log")
-        fn = FunctionProcess(subject.argv, env, log_path, quota and quota.spawning, subject.echo)
+        fn = FunctionProcess(subject.argv, env, log_path, quota and quota.spawning, subject.echo, subject.sampled)
         try:
             yield fn
         except BROKEN as err:

@@ -131,6 +131,7 @@ def summarise(results):
     figures = {transport: _figures(data, results["subjects"]) for transport, data in results["transports"].items()}
     summary = {k: v for k, v in results.items() if k not in ("transports", "memory", "long")}
     summary |= {"figures": figures, "ratios": ratios(figures), "targets": targets(figures)}
+    summary["tracing"] = tracing_cost(results)
     summary["raw"] = {transport: _raw(data) for transport, data in results["transports"].items()}
     if memory := results.get("memory"):
         sizes = {
@@ -276,8 +277,51 @@ def long_figures(long):
     return out
 
 
+# Builds measured beside `rust` to show what one of its features costs,
+# not compared with the peers themselves: `traced` samples every invocation
+# for X-Ray (src/trace/).
+VARIANTS = ("traced",)
+# The issue's budget for tracing: warm CPU per sampled create at most 5 %
+# more, cold total CPU at most 0.15 ms more.
+TRACING_BUDGET = {"warm_cpu_pct": 5.0, "cold_cpu_ms": 0.15}
+
+
 def rust_names(figures):
-    return [n for n in next(iter(figures.values()), {}) if n not in PEERS]
+    return [n for n in next(iter(figures.values()), {}) if n not in PEERS + VARIANTS]
+
+
+def tracing_cost(results):
+    """`traced` against `rust` wherever both ran (each transport on whole
+    cores, each memory size under its quota): cold total CPU (median and
+    quartiles of the fresh processes), warm CPU per invocation, peak RSS,
+    and whether the budget holds."""
+    places = [(f"{t.upper()}, whole cores", data) for t, data in results["transports"].items()]
+    memory = results.get("memory") or {}
+    places += [(f"{memory['transport'].upper()}, {size} MB", data) for size, data in memory.get("sizes", {}).items()]
+    rows = []
+    for where, data in places:
+        if not {"rust", "traced"} <= data["cold"].keys() or not {"rust", "traced"} <= data["warm"].keys():
+            continue
+        cold = {n: sorted(s["cold_cpu_ms"] for s in data["cold"][n]) for n in ("rust", "traced")}
+        warm = {n: data["warm"][n]["cpu_per_invocation_ms"] for n in ("rust", "traced")}
+        rss = {n: max([data["warm"][n]["peak_rss_kib"], *(s["peak_rss_kib"] for s in data["cold"][n])]) for n in cold}
+        cold_delta = median(cold["traced"]) - median(cold["rust"])
+        warm_pct = (warm["traced"] / warm["rust"] - 1) * 100 if warm["rust"] else None
+        rows.append(
+            {
+                "where": where,
+                "cold_cpu_ms": {n: median(v) for n, v in cold.items()},
+                "cold_cpu_quartiles_ms": {n: (percentile(v, 25), percentile(v, 75)) for n, v in cold.items()},
+                "cold_cpu_delta_ms": cold_delta,
+                "warm_cpu_ms": warm,
+                "warm_cpu_delta_pct": warm_pct,
+                "peak_rss_mb": {n: v * 1024 / 1e6 for n, v in rss.items()},
+                "met": cold_delta <= TRACING_BUDGET["cold_cpu_ms"]
+                and warm_pct is not None
+                and warm_pct <= TRACING_BUDGET["warm_cpu_pct"],
+            }
+        )
+    return rows
 
 
 def ratios(figures):
@@ -362,7 +406,7 @@ def markdown(summary):
 
 # ---- charts -------------------------------------------------------------------
 
-COLOURS = {"rust": "#b7410e", "idiomatic": "#d9822b", "python": "#3572a5", "node": "#5fa04e"}
+COLOURS = {"rust": "#b7410e", "traced": "#7a2b09", "idiomatic": "#d9822b", "python": "#3572a5", "node": "#5fa04e"}
 FALLBACK = ["#b7410e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 

@@ -43,11 +43,11 @@ from measure import benchmark, ddb_warmup  # noqa: E402
 from smoke import smoke  # noqa: E402
 from subjects import HERE, RUST_PEER_TARGET, fail, install_peers, log, subjects_for  # noqa: E402
 
-IMPLS = ("rust", "idiomatic", "python", "node")
+IMPLS = ("rust", "traced", "idiomatic", "python", "node")  # traced: rust with every invocation sampled for X-Ray
 TRANSPORTS = ("http", "https")
 SETTINGS = ("cold", "warm", "ddb_warmup", "memory", "memory_cold", "memory_warm", "long", "concurrency")
 SETTINGS += ("concurrency_invocations", "store_latency_ms", "ddb_latency_ms", "jwt")
-SUBJECT_FIELDS = ("kind", "size_bytes", "size_note", "env", "certs")
+SUBJECT_FIELDS = ("kind", "size_bytes", "size_note", "env", "certs", "sampled")
 
 
 def command_version(argv):

@@ -39,12 +39,14 @@ def smoke_cases(run, subject, transport):
         cases = conformance_cases(events)
     else:
         cases = [("create", events.create(), 200, PLANT), ("create", events.create(), 200, PLANT)]
+    stored = sum(status in (200, 409) for _, _, status, _ in cases)
     if subject.name == "idiomatic":
         # serde_json refuses an unpaired surrogate escape as a syntax error
         # (40001), where plant-store reads a well-formed but invalid value
         # (40004): the bench does not send one.
         cases = [case for case in cases if case[0] != "unpaired surrogate"]
     problems = []
+    run.daemon.documents()  # anything an earlier check left
     with run.function(subject, transport) as fn:
         fn.start()
         for label, event, status, expected in cases:
@@ -56,16 +58,41 @@ def smoke_cases(run, subject, transport):
                 problems.append(f"{label}: {response.get('statusCode')} {response.get('body')}")
             elif headers.get("content-type") != "application/json" or "x-request-id" not in headers:
                 problems.append(f"{label}: standard headers missing: {headers}")
+    # Every case that reached DynamoDB made one PutItem (200, 409).
+    return problems + subsegment_problems(subject, run.daemon.documents(), len(cases), stored)
+
+
+def subsegment_problems(subject, documents, invocations, calls, roots=None):
+    """What is wrong with the X-Ray documents of `invocations` sampled
+    ones, `calls` of which made a PutItem: one handler subsegment each and
+    one DynamoDB subsegment per call beneath it (all of trace `roots`, when
+    given). An unsampled subject must send none."""
+    if not subject.sampled:
+        return [f"{len(documents)} X-Ray documents sent for unsampled invocations"] if documents else []
+    handlers = [d for d in documents if d.get("name", "").startswith("## ")]
+    puts = [d for d in documents if d.get("name") == "DynamoDB" and d.get("aws", {}).get("operation") == "PutItem"]
+    problems = []
+    if (len(handlers), len(puts), len(documents)) != (invocations, calls, invocations + calls):
+        problems.append(
+            f"{len(documents)} X-Ray documents: {len(handlers)} handler subsegments for {invocations} invocations, "
+            f"{len(puts)} PutItem subsegments for {calls} calls"
+        )
+    parents = {(d["trace_id"], d["id"]) for d in handlers}
+    if stray := [d for d in puts if (d["trace_id"], d["parent_id"]) not in parents]:
+        problems.append(f"{len(stray)} PutItem subsegments under no handler subsegment of theirs")
+    if roots is not None and (foreign := [d for d in documents if d["trace_id"] not in roots]):
+        problems.append(f"{len(foreign)} X-Ray documents of no invocation's trace")
     return problems
 
 
 def smoke_concurrent(run, subject, transport):
     """A few concurrent invocations: SMOKE_CONCURRENCY GET /next parked at
     once, each answer on its own request id with its own invocation id, one
-    item per create, and (for plant-store) each invocation's trace id on
-    its DynamoDB request."""
+    item per create, (for plant-store) each invocation's trace id on its
+    DynamoDB request and (traced) each its own X-Ray subsegments."""
     table = run.table(subject, transport)
     events = Events(start=2000)
+    run.daemon.documents()  # anything an earlier check left
     with run.function(subject, transport, table=table, concurrency=SMOKE_CONCURRENCY) as fn:
         fn.start()
         try:
@@ -74,6 +101,8 @@ def smoke_concurrent(run, subject, transport):
             return [f"parked {len(fn.api.parked)} of {SMOKE_CONCURRENCY} GET /next at once; see {fn.log_path}"]
         done = fn.serve([events.create() for _ in range(3 * SMOKE_CONCURRENCY)], SMOKE_CONCURRENCY)
     problems = answer_problems(done)
+    roots = {invocation.trace_id.split(";")[0].removeprefix("Root=") for invocation in done}
+    problems += subsegment_problems(subject, run.daemon.documents(), len(done), len(done), roots)
     if (stored := run.ddb.count(table)) != len(done):
         problems.append(f"{len(done)} creates answered, {stored} items stored")
     recorded = set(run.store(transport).recorded_trace_ids())

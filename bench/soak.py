@@ -20,6 +20,7 @@ and invocation id; memory is read while every worker waits in `GET /next`.
     bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5      # the short version in make test
     bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --concurrency 8   # and concurrent
     bench/soak.py --binary path/to/bootstrap          # any build
+    bench/soak.py --sampled                           # every invocation traced: its X-Ray subsegments sent
 
 Runs under the tool venv's Python (boto3 for DynamoDB Local). Figures and method: docs/performance.md
 ("Flat memory: the soak").
@@ -37,10 +38,10 @@ from subjects import build_rust, fail, log, rust_subject
 BASELINE = 2_000  # the invocation growth is measured from
 
 
-def soak(binary, invocations, checkpoints, scratch, concurrency=1):
+def soak(binary, invocations, checkpoints, scratch, concurrency=1, sampled=False):
     """Runs the soak; returns the checkpoints as dicts."""
     # As deployed: the CA bundle file, over plain HTTP to DynamoDB Local.
-    subject = rust_subject("rust", binary)
+    subject = rust_subject("rust", binary, ["xray=sampled"] if sampled else [])
     if concurrency > 1:
         subject.env["AWS_LAMBDA_MAX_CONCURRENCY"] = str(concurrency)
     events = Events(start=1)
@@ -83,15 +84,19 @@ def main(argv=None):
         "--profile", choices=("release", "debug"), default="release", help="build to soak (default release)"
     )
     parser.add_argument("--binary", help="soak this binary instead of building one")
+    parser.add_argument(
+        "--sampled", action="store_true", help="every invocation sampled for X-Ray (its subsegments sent)"
+    )
     args = parser.parse_args(argv)
     if shutil.which("java") is None:
         fail("java is needed for DynamoDB Local: install a Java 17+ runtime")
 
     binary = args.binary or build_rust(args.profile)
     at_once = f", {args.concurrency} at once" if args.concurrency > 1 else ""
+    at_once += ", every invocation sampled for X-Ray" if args.sampled else ""
     log(f"soak: {args.invocations:,} invocations{at_once}, each with a fresh trace id and a new plant")
     with tempfile.TemporaryDirectory(prefix="plant-store-soak-") as scratch:
-        rows = soak(binary, args.invocations, args.checkpoints, scratch, args.concurrency)
+        rows = soak(binary, args.invocations, args.checkpoints, scratch, args.concurrency, args.sampled)
     base = next(row["peak_rss_kib"] for row in rows if row["invocation"] == BASELINE)
     growth_kib = rows[-1]["peak_rss_kib"] - base
     ok = growth_kib / 1024 <= args.max_growth_mb

@@ -124,9 +124,10 @@ def dir_size(path, skip=()):
 @dataclasses.dataclass
 class Subject:
     """One implementation as run: argv, extra environment, how a Rust build
-    loads its CAs (`certs`), and whether every answer must echo
+    loads its CAs (`certs`), whether every answer must echo
     Lambda-Runtime-Invocation-Id (an older build can be measured with
-    echo=optional)."""
+    echo=optional), and whether Lambda samples every invocation for X-Ray
+    (`sampled`, xray=sampled: the `traced` row)."""
 
     name: str
     kind: str
@@ -136,6 +137,7 @@ class Subject:
     size_bytes: int | None = None
     size_note: str = ""
     echo: bool = True
+    sampled: bool = False
 
     def environment(self, transport, endpoint, certs, table):
         env = {"TABLE_NAME": table, "PLANTS_TOKEN_SHA256": TOKEN_SHA256, "AWS_ENDPOINT_URL_DYNAMODB": endpoint}
@@ -159,7 +161,8 @@ class Subject:
         return env | self.env
 
 
-RUST_SETTINGS = {"certs": ("file", "dir"), "echo": ("required", "optional")}  # the rest is environment
+RUST_SETTINGS = {"certs": ("file", "dir"), "echo": ("required", "optional"), "xray": ("sampled", "unsampled")}
+# (the rest is environment)
 
 
 def rust_subject(name, binary, settings=()):
@@ -177,6 +180,8 @@ def rust_subject(name, binary, settings=()):
             subject.certs = value
         elif key == "echo":
             subject.echo = value == "required"
+        elif key == "xray":
+            subject.sampled = value == "sampled"
         else:
             subject.env[key] = value
     return subject
@@ -201,8 +206,14 @@ def build_rust(profile):
 
 def subjects_for(args):
     subjects = []
-    if "rust" in args.impl and not args.rust:
-        subjects.append(rust_subject("rust", args.binary or build_rust("debug" if args.smoke else "release")))
+    if ("rust" in args.impl or "traced" in args.impl) and not args.rust:
+        binary = args.binary or build_rust("debug" if args.smoke else "release")
+        if "rust" in args.impl:
+            subjects.append(rust_subject("rust", binary))
+        if "traced" in args.impl:
+            # The same build with every invocation sampled: what X-Ray's
+            # subsegments cost (src/trace/).
+            subjects.append(rust_subject("traced", binary, ["xray=sampled"]))
     for spec in (args.rust or []) if "rust" in args.impl else []:
         name, sep, rest = spec.partition("=")
         if not sep:

@@ -11,7 +11,7 @@ use plant_store::runtime::{self, Concurrency, RuntimeApi};
 use plant_store::sdk::{self, Trust};
 use plant_store::store::{DynamoStore, with_budgets};
 use plant_store::telemetry::{Stdout, Telemetry};
-use plant_store::trace::TraceHeader;
+use plant_store::trace::{self, AwsSubsegments, TraceHeader, Tracer};
 
 fn main() -> Result<(), Error> {
     plant_store::logging::init();
@@ -54,8 +54,16 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
         }
     };
 
+    // Subsegments for the invocations Lambda samples, when Lambda runs an
+    // X-Ray daemon beside the function (src/trace/).
+    match Tracer::from_env(&config.telemetry.service) {
+        Some(Ok(tracer)) => trace::enable(tracer),
+        Some(Err(err)) => tracing::warn!(cause = %err, "X-Ray subsegments are off"),
+        None => {}
+    }
+
     // Built once; every invocation reuses its connection pool. Its requests
-    // carry their invocation's trace header (trace.rs).
+    // carry their invocation's trace header (src/trace/).
     //
     // The SDK's futures are large. Polled inline, their temporaries made
     // `start` one stack frame of 100 KB and the invocation loop another of
@@ -107,12 +115,15 @@ async fn start(concurrency: Result<Concurrency, runtime::StartError>) -> Result<
     .await
 }
 
-/// The DynamoDB client, with the store's time budgets and the trace header.
+/// The DynamoDB client, with the store's time budgets, the trace header and
+/// the X-Ray subsegments of its calls.
 /// Out of line for the reason the futures in `start` are boxed: the
 /// builders' temporaries stay in this frame.
 #[inline(never)]
 fn dynamo_client(sdk_config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
-    aws_sdk_dynamodb::Client::from_conf(with_budgets(sdk_config.into()).interceptor(TraceHeader).build())
+    let mut config = with_budgets(sdk_config.into()).interceptor(TraceHeader);
+    config.push_interceptor(AwsSubsegments::shared());
+    aws_sdk_dynamodb::Client::from_conf(config.build())
 }
 
 /// One line in the log, the same line to Lambda (so that the invoke that

@@ -9,7 +9,7 @@
 //! per invocation until Lambda killed it (docs/upstream/lambda-runtime-trace-id-leak.md,
 //! measured in docs/performance.md). The trace id is not lost: it is in the
 //! request's `Context` (`xray_trace_id`), the invocation's log lines carry
-//! it, and `trace.rs` puts it on every DynamoDB request the invocation makes.
+//! it, and `trace/` puts it on every DynamoDB request the invocation makes.
 //!
 //! The loop is kept small; everything else is still the runtime's: its
 //! Runtime API client, `Context` and `Config`, and the front doors' event
@@ -481,7 +481,7 @@ where
         );
         // Everything the invocation runs is inside the guard: a panic
         // anywhere fails this invocation, and the worker serves on. Its SDK
-        // requests carry its trace header (`trace.rs`).
+        // requests carry its trace header and, sampled, it sends its subsegments (`trace/`).
         let invocation = trace::scope(
             trace_id.as_deref(),
             invoke(config, &headers, request_id, &payload, handler),

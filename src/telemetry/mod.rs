@@ -130,6 +130,11 @@ impl Telemetry {
             envelope = invocation.envelope.map(tracing::field::display),
             "request"
         );
+        crate::trace::answered(crate::trace::Answer {
+            cold_start,
+            status: invocation.status,
+            error: invocation.error,
+        });
         if !self.settings.metrics {
             return;
         }

@@ -39,10 +39,17 @@ pub enum Fault {
     /// Answer for DynamoDB with a `ProvisionedThroughputExceededException`;
     /// DynamoDB never sees the request.
     Throttle,
+    /// Answer for DynamoDB with a 500 `InternalServerError`; DynamoDB never
+    /// sees the request.
+    ServerError,
 }
 
 /// DynamoDB's throttling answer, byte for byte as the service frames it.
 const THROTTLE_BODY: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."}"#;
+
+/// DynamoDB's answer when it fails on its side.
+const SERVER_ERROR_BODY: &str =
+    r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}"#;
 
 /// Request and response heads longer than this are not DynamoDB's.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -58,6 +65,8 @@ struct Shared {
     forwarded: AtomicU32,
     /// Every request that arrived whole, in order.
     recorded: Mutex<Vec<Recorded>>,
+    /// The `x-amzn-RequestId` of every answer passed back, in order.
+    request_ids: Mutex<Vec<String>>,
 }
 
 /// One request as the function sent it.
@@ -79,6 +88,21 @@ impl Recorded {
 }
 
 impl Shared {
+    /// Notes the request id of an answer passed back to the client.
+    fn answered(&self, response: &str) {
+        let head = response.split("\r\n\r\n").next().unwrap_or_default();
+        let id = header_lines(head.as_bytes())
+            .into_iter()
+            .find(|(name, _)| name == "x-amzn-requestid")
+            .map(|(_, value)| value);
+        if let Some(id) = id {
+            self.request_ids
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(id);
+        }
+    }
+
     fn next_fault(&self) -> Fault {
         let mut state = self.fault.lock().unwrap_or_else(PoisonError::into_inner);
         let (fault, remaining) = &mut *state;
@@ -121,6 +145,7 @@ impl FaultProxy {
             requests: AtomicU32::new(0),
             forwarded: AtomicU32::new(0),
             recorded: Mutex::default(),
+            request_ids: Mutex::default(),
         });
         let server = Some(tokio::spawn(serve(listener, Arc::clone(&shared))));
         Self { addr, shared, server }
@@ -190,6 +215,16 @@ impl FaultProxy {
             .clone()
     }
 
+    /// The request ids of the answers the function got so far, DynamoDB's
+    /// and the proxy's own.
+    pub fn request_ids(&self) -> Vec<String> {
+        self.shared
+            .request_ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Requests that reached DynamoDB so far.
     pub fn forwarded(&self) -> u32 {
         self.shared.forwarded.load(Ordering::SeqCst)
@@ -253,15 +288,25 @@ async fn relay(client: TcpStream, shared: Arc<Shared>) {
                 let _ = tokio::io::copy(&mut client, &mut tokio::io::sink()).await;
                 return;
             }
-            Fault::Throttle => {
+            Fault::Throttle | Fault::ServerError => {
+                let (status, request_id, body) = if fault == Fault::Throttle {
+                    ("400 Bad Request", "fault-proxy-throttle", THROTTLE_BODY)
+                } else {
+                    (
+                        "500 Internal Server Error",
+                        "fault-proxy-server-error",
+                        SERVER_ERROR_BODY,
+                    )
+                };
                 let response = format!(
-                    "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\n\
-                     x-amzn-RequestId: fault-proxy-throttle\r\nContent-Length: {}\r\n\r\n{THROTTLE_BODY}",
-                    THROTTLE_BODY.len()
+                    "HTTP/1.1 {status}\r\nContent-Type: application/x-amz-json-1.0\r\n\
+                     x-amzn-RequestId: {request_id}\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
                 );
                 if client.get_mut().write_all(response.as_bytes()).await.is_err() {
                     return;
                 }
+                shared.answered(&response);
                 continue;
             }
             _ => {}
@@ -298,6 +343,7 @@ async fn relay(client: TcpStream, shared: Arc<Shared>) {
         if client.get_mut().write_all(&response).await.is_err() {
             return;
         }
+        shared.answered(&String::from_utf8_lossy(&response));
     }
 }
 

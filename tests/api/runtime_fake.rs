@@ -77,6 +77,18 @@ impl Invocation {
         self
     }
 
+    /// Lambda sampled it for X-Ray: `Sampled=1`.
+    pub fn sampled(mut self) -> Self {
+        self.trace_id = self.trace_id.replace("Sampled=0", "Sampled=1");
+        self
+    }
+
+    /// Sent without `Lambda-Runtime-Trace-Id` at all.
+    pub fn without_trace_id(mut self) -> Self {
+        self.trace_id = String::new();
+        self
+    }
+
     pub fn without_invocation_id(mut self) -> Self {
         self.invocation_id = None;
         self
@@ -393,7 +405,7 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
             write!(
                 writer,
                 "HTTP/1.1 200 OK\r\nLambda-Runtime-Aws-Request-Id: {}\r\n{}{}\
-                 Lambda-Runtime-Invoked-Function-Arn: {FUNCTION_ARN}\r\nLambda-Runtime-Trace-Id: {}\r\n\
+                 Lambda-Runtime-Invoked-Function-Arn: {FUNCTION_ARN}\r\n{}\
                  Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
                 invocation.id,
                 optional(
@@ -402,7 +414,10 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                 ),
                 optional("Lambda-Runtime-Invocation-Id", invocation.invocation_id.clone())
                     + &optional("Lambda-Runtime-Aws-Tenant-Id", invocation.tenant_id.clone()),
-                invocation.trace_id,
+                optional(
+                    "Lambda-Runtime-Trace-Id",
+                    Some(invocation.trace_id.clone()).filter(|id| !id.is_empty())
+                ),
                 invocation.event.len(),
                 invocation.event
             )

@@ -140,9 +140,8 @@ impl JwksFetcher {
                 .header(USER_AGENT, USER_AGENT_VALUE)
                 .body(Empty::<Bytes>::new())
                 .map_err(|_| FetchError::Request)?;
-            let response = self
-                .client
-                .request(request)
+            // On the request path of a sampled invocation, a remote subsegment.
+            let response = crate::trace::remote_call(&url.0, self.client.request(request))
                 .await
                 .map_err(FetchError::Transport)?;
             if response.status() != StatusCode::OK {

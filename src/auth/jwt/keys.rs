@@ -410,7 +410,12 @@ impl KeyCache {
             purpose,
             done: false,
         };
-        runtime.spawn(fetch.run(state.jwks_uri.clone()));
+        let run = fetch.run(state.jwks_uri.clone());
+        match purpose {
+            // A request waits for it: its trace shows the fetch.
+            Purpose::Request => runtime.spawn(crate::trace::carried(crate::trace::carry(), run)),
+            Purpose::Init | Purpose::Refresh => runtime.spawn(run),
+        };
         true
     }
 }
