@@ -278,23 +278,23 @@ fn an_unreachable_runtime_api_ends_the_process_non_zero_promptly(workers: usize)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let started = Instant::now();
+    let function = command.spawn().expect("the function runs");
 
-    let output = wait_at_most(
-        command.spawn().expect("the function runs"),
-        Duration::from_secs(5),
-    );
+    assert_exits_non_zero_within_3_s(function, started, "Error:");
+}
 
+/// The process ends on its own, non-zero, within 3 s of `started`, and its
+/// standard error says why (`cause`).
+fn assert_exits_non_zero_within_3_s(function: Child, started: Instant, cause: &str) {
+    let output = wait_at_most(function, Duration::from_secs(5));
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "{:?}",
         started.elapsed()
     );
     assert_eq!(output.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("Error:"),
-        "the cause is written: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(cause), "the cause is written: {stderr}");
 }
 
 #[test]
@@ -315,19 +315,7 @@ fn a_runtime_api_that_keeps_failing_next_ends_the_process_non_zero_promptly(work
     let started = Instant::now();
     let function = start(&api, "http://127.0.0.1:9", "plants", workers);
 
-    let output = wait_at_most(function, Duration::from_secs(5));
-
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("the Runtime API answered 500"),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exits_non_zero_within_3_s(function, started, "the Runtime API answered 500");
 }
 
 #[test]
