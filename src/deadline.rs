@@ -44,6 +44,15 @@ pub fn before(deadline_ms: u64, margin: Duration) -> Option<Instant> {
 /// point in time, and there is no deadline to keep.
 pub const NOT_A_DEADLINE: Duration = Duration::from_secs(24 * 3600);
 
+/// Runs `future` until `cut`, when there is one: `None` if the cut came
+/// first (the future is then dropped).
+pub async fn until<F: Future>(cut: Option<Instant>, future: F) -> Option<F::Output> {
+    match cut {
+        None => Some(future.await),
+        Some(cut) => tokio::time::timeout_at(cut.into(), future).await.ok(),
+    }
+}
+
 fn before_at(deadline_ms: u64, margin: Duration, wall: SystemTime, now: Instant) -> Option<Instant> {
     let deadline = UNIX_EPOCH.checked_add(Duration::from_millis(deadline_ms))?;
     if wall

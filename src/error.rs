@@ -12,6 +12,10 @@ use crate::auth::AuthError;
 use crate::plant::{BodyError, MAX_BODY_BYTES, PlantId};
 use crate::store::StoreError;
 
+/// The `error` code of [`ApiError::DeadlineExceeded`], which the metrics
+/// count on their own (`DeadlineExceeded`).
+pub const DEADLINE_EXCEEDED: u32 = 50302;
+
 /// Seconds a client should wait before retrying a 503.
 pub const RETRY_AFTER_SECONDS: u32 = 1;
 
@@ -85,7 +89,7 @@ impl ApiError {
             Self::UnsupportedMediaType => 41501,
             Self::Internal(_) => 50001,
             Self::Auth(AuthError::Unavailable) | Self::Unavailable(_) => 50301,
-            Self::DeadlineExceeded(_) => 50302,
+            Self::DeadlineExceeded(_) => DEADLINE_EXCEEDED,
         }
     }
 

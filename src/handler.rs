@@ -4,8 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use tokio::time::timeout_at;
-
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::request::RequestContext;
@@ -66,13 +64,8 @@ impl<S: PlantStore> App<S> {
         let started = Instant::now();
         let mut progress = Progress::default();
         let work = self.create_plant(&request, &mut progress);
-        let outcome = match answer_by(&request) {
-            None => work.await,
-            Some(cut) => {
-                let finished = timeout_at(cut.into(), work).await;
-                finished.unwrap_or_else(|_elapsed| Err(progress.cut_short()))
-            }
-        };
+        let finished = deadline::until(answer_by(&request), work).await;
+        let outcome = finished.unwrap_or_else(|| Err(progress.cut_short()));
         let Progress {
             plant_id,
             store_latency,

@@ -481,7 +481,8 @@ where
         );
         // Everything the invocation runs is inside the guard: a panic
         // anywhere fails this invocation, and the worker serves on. Its SDK
-        // requests carry its trace header and, sampled, it sends its subsegments (`trace/`).
+        // requests carry its trace header and, when sampled, it sends its
+        // subsegments (`trace/`).
         let invocation = trace::scope(
             trace_id.as_deref(),
             invoke(config, &headers, request_id, &payload, handler),
@@ -518,18 +519,8 @@ where
             .instrument(span.clone())
             .await?;
         if let Some(settle) = settle {
-            let deadline = headers
-                .get(DEADLINE_MS)
-                .and_then(|value| value.to_str().ok()?.parse::<u64>().ok())
-                .and_then(|deadline_ms| deadline::before(deadline_ms, BACKSTOP_MARGIN));
-            let settled = match deadline {
-                Some(cut) => tokio::time::timeout_at(cut.into(), settle()).await.is_ok(),
-                None => {
-                    settle().await;
-                    true
-                }
-            };
-            if !settled {
+            let cut = deadline_ms(&headers).and_then(|ms| deadline::before(ms, BACKSTOP_MARGIN));
+            if deadline::until(cut, settle()).await.is_none() {
                 tracing::warn!(parent: &span, "work started behind the answer was still running at the deadline");
             }
         }
@@ -556,10 +547,7 @@ where
         }
     };
     // `Context::new` panics without a deadline; check it first.
-    let Some(deadline_ms) = headers
-        .get(DEADLINE_MS)
-        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok())
-    else {
+    let Some(deadline_ms) = deadline_ms(headers) else {
         return Err(failed(
             "Runtime.InvalidInvocation",
             "the Runtime API sent no valid deadline".to_owned(),
@@ -575,18 +563,19 @@ where
     let request = decoded.request.with_lambda_context(context);
     // The handler keeps to the deadline by itself (it answers 503 before
     // it); this is for one that does not, so that its worker is not held.
-    let response = match deadline::before(deadline_ms, BACKSTOP_MARGIN) {
-        None => handler(request).await,
-        Some(cut) => tokio::time::timeout_at(cut.into(), handler(request))
-            .await
-            .map_err(|_elapsed| {
-                failed(
-                    "Runtime.DeadlineExceeded",
-                    "the handler had not answered shortly before the invocation's deadline".to_owned(),
-                )
-            })?,
-    };
+    let cut = deadline::before(deadline_ms, BACKSTOP_MARGIN);
+    let response = deadline::until(cut, handler(request)).await.ok_or_else(|| {
+        failed(
+            "Runtime.DeadlineExceeded",
+            "the handler had not answered shortly before the invocation's deadline".to_owned(),
+        )
+    })?;
     Ok(envelope::encode(decoded.origin, response).await)
+}
+
+/// `Lambda-Runtime-Deadline-Ms`, when it is a number.
+fn deadline_ms(headers: &HeaderMap) -> Option<u64> {
+    headers.get(DEADLINE_MS)?.to_str().ok()?.parse().ok()
 }
 
 fn json(diagnostic: &Diagnostic) -> Vec<u8> {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use super::{Invocation, TelemetrySettings};
+use crate::error::DEADLINE_EXCEEDED;
 use crate::store::Created;
 
 pub(super) fn millis(duration: Duration) -> f64 {
@@ -73,7 +74,7 @@ impl Metrics {
                 count("AuthRejected", matches!(status, 401 | 403)),
                 count("ServerError", (500..600).contains(&status)),
                 count("StoreUnavailable", status == 503),
-                count("DeadlineExceeded", invocation.error == Some(50302)),
+                count("DeadlineExceeded", invocation.error == Some(DEADLINE_EXCEEDED)),
                 ms("Latency", invocation.latency),
                 invocation
                     .store_latency
