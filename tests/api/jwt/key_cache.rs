@@ -457,3 +457,41 @@ async fn a_request_dropped_while_it_waits_for_the_keys_loses_no_fetch_and_holds_
     assert_outcome(&app, &response, 3, Expect::Created, "after both").await;
     assert_eq!(server.fetches(), 1);
 }
+
+#[tokio::test]
+async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_50302_before_it() {
+    let server = JwksServer::start(standard_jwks()).await;
+    server.serve(|served| served.delay = Duration::from_secs(5));
+    let app = app(&server, JwksPolicy::default()).await;
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis();
+    let mut context = lambda_http::Context::default();
+    context.request_id = "deadline-at-the-issuer".to_owned();
+    context.deadline = u64::try_from(now_ms).expect("fits") + 600;
+
+    let started = Instant::now();
+    let response: crate::fuzz_targets::JsonResponse = app
+        .app
+        .handle(lambda_http::RequestExt::with_lambda_context(
+            request(&Jwt::rs256().encode(), 1),
+            context,
+        ))
+        .await
+        .into();
+    let elapsed = started.elapsed();
+
+    assert_eq!(response.status, 503);
+    assert_eq!(response.header("retry-after"), Some("1"));
+    assert_eq!(
+        response.body,
+        json!({ "error": 50302, "message": "the request could not be completed in time; retry it (a retry of the same create is safe)" })
+    );
+    // 600 ms less the 250 ms the answer is given, not the fetch's 1.5 s.
+    assert!(
+        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_millis(550),
+        "answered after {elapsed:?}"
+    );
+    assert_eq!(app.stored(1).await, None, "nothing was written");
+}
