@@ -125,7 +125,7 @@ impl Config {
 
 /// An on/off setting: `1`/`0`, `true`/`false`, `on`/`off`, `yes`/`no`, in
 /// any case. Anything else is a mistake worth stopping for.
-fn parse_switch(value: &str) -> Option<bool> {
+pub(crate) fn parse_switch(value: &str) -> Option<bool> {
     let value = value.trim();
     let is = |words: [&str; 4]| words.iter().any(|word| value.eq_ignore_ascii_case(word));
     if is(["1", "true", "on", "yes"]) {

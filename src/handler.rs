@@ -8,13 +8,14 @@ use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderNa
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response, tracing};
+use lambda_host::deadline;
+use lambda_host::envelope::Repairs;
+use lambda_host::logging::ErrorChain;
+use lambda_host::{Handler, to_json};
 use serde::Serialize;
 
 use crate::auth::Authenticator;
-use crate::deadline::{self, ANSWER_MARGIN};
-use crate::envelope::Repairs;
 use crate::error::{ApiError, Waiting};
-use crate::logging::Chain;
 use crate::plant::{BodyError, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
 use crate::telemetry::{Invocation, Telemetry};
@@ -32,6 +33,18 @@ pub struct App<S> {
     store: S,
     authenticator: Authenticator,
     telemetry: Telemetry,
+}
+
+impl<S: PlantStore + 'static> Handler for App<S> {
+    fn call(&self, request: Request) -> impl Future<Output = Response<Body>> + Send {
+        self.handle(request)
+    }
+
+    /// A refresh of the issuer's keys that a request started behind its
+    /// answer.
+    fn settled(&self) -> impl Future<Output = ()> + Send {
+        self.authenticator.settled()
+    }
 }
 
 impl<S: PlantStore> App<S> {
@@ -56,7 +69,7 @@ impl<S: PlantStore> App<S> {
     /// handler would reach the client as a bare 502 from API Gateway.
     ///
     /// Never waits past the invocation's deadline either: at
-    /// [`ANSWER_MARGIN`] before it, whatever the request is waiting for
+    /// [`deadline::ANSWER_MARGIN`] before it, whatever the request is waiting for
     /// (DynamoDB, the issuer) is dropped and the answer is a 503 with
     /// `error` 50302, so that the invocation ends by itself and its worker
     /// takes the next one (`deadline.rs` says why).
@@ -64,7 +77,7 @@ impl<S: PlantStore> App<S> {
         let started = Instant::now();
         let mut progress = Progress::default();
         let work = self.create_plant(&request, &mut progress);
-        let finished = deadline::until(answer_by(&request), work).await;
+        let finished = deadline::until(deadline::answer_by(&request), work).await;
         let outcome = finished.unwrap_or_else(|| Err(progress.cut_short()));
         let Progress {
             plant_id,
@@ -79,14 +92,14 @@ impl<S: PlantStore> App<S> {
             .get::<Repairs>()
             .filter(|repairs| repairs.any());
         let (status, body, extra_headers, created, error_code) = match &outcome {
-            Ok((plant, created)) => (StatusCode::OK, to_json(plant), Vec::new(), Some(*created), None),
+            Ok((plant, created)) => (StatusCode::OK, json(plant), Vec::new(), Some(*created), None),
             Err(err) => {
                 if let Some(cause) = err.cause() {
-                    tracing::error!(request_id, error = err.code(), cause = %Chain(cause), "request failed");
+                    tracing::error!(request_id, error = err.code(), cause = %ErrorChain(cause), "request failed");
                 }
                 (
                     err.status(),
-                    to_json(&err.body()),
+                    json(&err.body()),
                     err.headers(),
                     None,
                     Some(err.code()),
@@ -185,18 +198,6 @@ impl Progress {
     }
 }
 
-/// When the handler stops waiting: [`ANSWER_MARGIN`] before the
-/// invocation's deadline. None without a Lambda context, or with the
-/// `Context::default()` deadline of 0, which no invocation has (tests and
-/// tools that drive the handler directly).
-fn answer_by(request: &Request) -> Option<Instant> {
-    let deadline_ms = request.lambda_context_ref()?.deadline;
-    if deadline_ms == 0 {
-        return None;
-    }
-    deadline::before(deadline_ms, ANSWER_MARGIN)
-}
-
 /// The path the client asked for, relative to the API, whatever the front
 /// door:
 /// - REST APIs give the path without the stage, but HTTP APIs on a named
@@ -279,11 +280,10 @@ fn is_json(headers: &HeaderMap) -> bool {
         })
 }
 
-fn to_json<T: Serialize>(value: &T) -> String {
-    // Our bodies are plain structs of strings and integers, which cannot fail
-    // to serialize; the fallback keeps this path free of panics regardless.
-    serde_json::to_string(value)
-        .unwrap_or_else(|_| r#"{"error":50001,"message":"internal error"}"#.to_owned())
+/// Our bodies are plain structs of strings and integers, which cannot fail
+/// to serialize; the fallback keeps this path free of panics regardless.
+fn json<T: Serialize>(value: &T) -> String {
+    to_json(value, r#"{"error":50001,"message":"internal error"}"#)
 }
 
 #[cfg(test)]

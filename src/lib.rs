@@ -1,18 +1,16 @@
 //! plant-store: `POST /plants` on AWS Lambda, backed by DynamoDB.
 //!
-//! `main.rs` only wires these modules together; everything testable lives
-//! here so that `tests/` can drive the real handler.
+//! A create goes through [`handler`] (route, then the checks in order),
+//! [`auth`] (the bearer token), [`plant`] (the body), [`store`] (one
+//! conditional `PutItem`) and [`error`] (every failure's status and `Error`
+//! body); [`telemetry`] writes its log line and metrics. The Lambda side,
+//! which knows nothing of plants, is the `lambda-host` crate. `main.rs`
+//! wires them together.
 
 pub mod auth;
 pub mod config;
-pub mod deadline;
-pub mod envelope;
 pub mod error;
 pub mod handler;
-pub mod logging;
 pub mod plant;
-pub mod runtime;
-pub mod sdk;
 pub mod store;
 pub mod telemetry;
-pub mod trace;

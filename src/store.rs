@@ -232,18 +232,13 @@ fn classify<R: fmt::Debug + Send + Sync + 'static>(err: SdkError<PutItemError, R
     }
 }
 
-/// Error codes DynamoDB can send that the generated enum does not model.
+/// Error codes DynamoDB can send that the generated enum does not model:
+/// throttling, and the service's own unavailability.
 fn is_transient_code(code: Option<&str>) -> bool {
-    matches!(
-        code,
-        Some(
-            "ServiceUnavailable"
-                | "ServiceUnavailableException"
-                | "Throttling"
-                | "ThrottlingException"
-                | "InternalFailure"
-        )
-    )
+    code.is_some_and(|code| {
+        lambda_host::sdk::is_throttling(code)
+            || matches!(code, "ServiceUnavailable" | "ServiceUnavailableException" | "InternalFailure")
+    })
 }
 
 /// An in-memory store with the same semantics, for handler tests and

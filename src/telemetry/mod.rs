@@ -16,7 +16,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::{Context, tracing};
 
-use crate::envelope::Repairs;
+use lambda_host::envelope::Repairs;
+use lambda_host::trace;
 use crate::store::Created;
 
 mod emf;
@@ -107,7 +108,7 @@ impl Telemetry {
         let cold_start = self.cold.swap(false, Ordering::Relaxed);
         let context = invocation.context;
         let request_id = context.map(|context| context.request_id.as_str());
-        let trace_id = context.and_then(|context| trace_root(context.xray_trace_id.as_deref()?));
+        let trace_id = context.and_then(|context| trace::root(context.xray_trace_id.as_deref()?));
         let latency_ms = millis(invocation.latency);
         tracing::info!(
             request_id,
@@ -130,7 +131,7 @@ impl Telemetry {
             envelope = invocation.envelope.map(tracing::field::display),
             "request"
         );
-        crate::trace::answered(crate::trace::Answer {
+        trace::answered(trace::Answer {
             cold_start,
             status: invocation.status,
             error: invocation.error,
@@ -157,15 +158,6 @@ impl Telemetry {
     }
 }
 
-/// The id X-Ray shows (`1-…-…`) from Lambda's trace header
-/// (`Root=1-…-…;Parent=…;Sampled=…`), as Powertools logs it.
-pub(crate) fn trace_root(header: &str) -> Option<&str> {
-    header
-        .split(';')
-        .find_map(|part| part.trim().strip_prefix("Root="))
-        .filter(|root| !root.is_empty())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
@@ -173,15 +165,6 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-
-    #[test]
-    fn the_trace_id_is_the_root_of_lambdas_trace_header() {
-        let header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
-        assert_eq!(trace_root(header), Some("1-5759e988-bd862e3fe1be46a994272793"));
-        assert_eq!(trace_root("Sampled=0;Root=1-a-b"), Some("1-a-b"));
-        assert_eq!(trace_root("Parent=1;Sampled=0"), None);
-        assert_eq!(trace_root("Root="), None);
-    }
 
     #[derive(Clone, Default)]
     struct Lines(Arc<Mutex<Vec<u8>>>);

@@ -2,6 +2,8 @@
 //! `POWERTOOLS_METRICS_NAMESPACE`, `POWERTOOLS_METRICS_DISABLED`), read and
 //! checked once at start-up.
 
+use crate::config::parse_switch;
+
 /// The `service` key and dimension when `POWERTOOLS_SERVICE_NAME` is unset.
 pub const DEFAULT_SERVICE: &str = "plant-store";
 /// The metric namespace when `POWERTOOLS_METRICS_NAMESPACE` is unset.
@@ -64,12 +66,9 @@ impl TelemetrySettings {
         }
         // Powertools reads only "true" as off; anything unreadable is a
         // mistake worth stopping for rather than guessing.
-        let metrics = match get("POWERTOOLS_METRICS_DISABLED").map(|value| value.trim().to_ascii_lowercase())
-        {
+        let metrics = match get("POWERTOOLS_METRICS_DISABLED") {
             None => true,
-            Some(value) if ["true", "1", "yes", "on"].contains(&value.as_str()) => false,
-            Some(value) if ["false", "0", "no", "off"].contains(&value.as_str()) => true,
-            Some(_) => return Err(TelemetrySettingError::MetricsDisabled),
+            Some(value) => !parse_switch(&value).ok_or(TelemetrySettingError::MetricsDisabled)?,
         };
         Ok(Self {
             service,

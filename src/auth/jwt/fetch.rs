@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::jwks::{JwksDocument, VerifyingKey};
-use crate::logging::Chain;
+use lambda_host::logging::ErrorChain;
 
 const USER_AGENT_VALUE: &str = concat!("plant-store/", env!("CARGO_PKG_VERSION"));
 
@@ -141,7 +141,7 @@ impl JwksFetcher {
                 .body(Empty::<Bytes>::new())
                 .map_err(|_| FetchError::Request)?;
             // On the request path of a sampled invocation, a remote subsegment.
-            let response = crate::trace::remote_call(&url.0, self.client.request(request))
+            let response = lambda_host::trace::remote_call(&url.0, self.client.request(request))
                 .await
                 .map_err(FetchError::Transport)?;
             if response.status() != StatusCode::OK {
@@ -283,7 +283,7 @@ impl fmt::Display for FetchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Request => f.write_str("cannot build the request"),
-            Self::Transport(err) => write!(f, "{}", Chain(err)),
+            Self::Transport(err) => write!(f, "{}", ErrorChain(err)),
             Self::Status(status) => write!(f, "status {status}"),
             Self::TooLarge => f.write_str("response larger than the size cap"),
             Self::Body(err) => write!(f, "reading the body: {err}"),

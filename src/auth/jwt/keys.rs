@@ -413,7 +413,7 @@ impl KeyCache {
         let run = fetch.run(state.jwks_uri.clone());
         match purpose {
             // A request waits for it: its trace shows the fetch.
-            Purpose::Request => runtime.spawn(crate::trace::carried(crate::trace::carry(), run)),
+            Purpose::Request => runtime.spawn(lambda_host::trace::carried(lambda_host::trace::carry(), run)),
             Purpose::Init | Purpose::Refresh => runtime.spawn(run),
         };
         true

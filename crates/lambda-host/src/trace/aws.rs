@@ -21,14 +21,6 @@ use super::{AwsCall, Call, Ending};
 /// DynamoDB's header with the id of the request it answered.
 const REQUEST_ID: &str = "x-amzn-requestid";
 
-/// The error codes with which DynamoDB says it throttled a request (with a
-/// 400, not a 429).
-const THROTTLING: [&str; 3] = [
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "ThrottlingException",
-];
-
 /// Registered once on the DynamoDB client beside `TraceHeader`. Outside a
 /// sampled invocation each hook returns after one task-local lookup.
 #[derive(Debug, Clone, Copy, Default)]
@@ -133,7 +125,7 @@ impl Intercept for AwsSubsegments {
             // DynamoDB answered with an error: its code is the exception.
             (Some(error), Some(status)) if error.is_operation_error() => Ending {
                 status: Some(status),
-                flags: Flags::of_status(status, code.is_some_and(|code| THROTTLING.contains(&code))),
+                flags: Flags::of_status(status, code.is_some_and(crate::sdk::is_throttling)),
                 cause: Some((code.unwrap_or("ServiceError"), message.unwrap_or_default(), true)),
                 ..Ending::default()
             },

@@ -13,10 +13,9 @@ use lambda_http::tracing::subscriber::{self, fmt};
 /// target; we cap it at DEBUG so a bearer token can never reach the logs.
 const RAW_EVENT_TARGET: &str = "lambda_runtime::layers::api_response";
 
-/// Installs the global subscriber; call once, first thing in `main`.
-pub fn init() {
-    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|format| format.eq_ignore_ascii_case("json"));
-    let level = std::env::var("AWS_LAMBDA_LOG_LEVEL").ok();
+/// Installs the global subscriber; [`crate::run`] calls it first.
+pub(crate) fn init() {
+    let (json, level) = crate::env::log_controls();
     install(json, level.as_deref(), std::io::stdout);
 }
 
@@ -83,9 +82,10 @@ fn filter(level: Option<&str>) -> EnvFilter {
 }
 
 /// An error with its whole source chain on one line, for the log.
-pub(crate) struct Chain<'a>(pub(crate) &'a dyn std::error::Error);
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a dyn std::error::Error);
 
-impl std::fmt::Display for Chain<'_> {
+impl std::fmt::Display for ErrorChain<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.0)?;
         let mut source = self.0.source();

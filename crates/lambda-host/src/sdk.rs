@@ -78,9 +78,9 @@ impl std::error::Error for TrustError {}
 impl Trust {
     /// `AWS_CA_BUNDLE` if set (and not empty), else the built-in roots.
     pub fn from_env() -> Result<Self, TrustError> {
-        match std::env::var_os(CA_BUNDLE) {
-            Some(path) if !path.is_empty() => Self::bundle(path.into()),
-            _ => Ok(Self::AmazonTrustServices),
+        match crate::env::ca_bundle() {
+            Some(path) => Self::bundle(path.into()),
+            None => Ok(Self::AmazonTrustServices),
         }
     }
 
@@ -140,7 +140,7 @@ pub async fn load(trust: &Trust) -> SdkConfig {
         connector.build()
     });
     let mut loader = aws_config::defaults(BehaviorVersion::latest()).http_client(http_client);
-    let env = |name: &str| std::env::var(name).ok();
+    let env = crate::env::sdk_var;
     if credentials_in(env) {
         // Lambda hands the execution role's credentials over in these
         // variables, which the default chain reads first; naming their
@@ -157,6 +157,21 @@ pub async fn load(trust: &Trust) -> SdkConfig {
         loader = loader.region(EnvironmentVariableRegionProvider::new());
     }
     loader.load().await
+}
+
+/// The error codes with which AWS services say they throttled a request:
+/// DynamoDB's with a 400, not a 429, and the SDKs' generic ones.
+const THROTTLING: [&str; 4] = [
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "Throttling",
+    "ThrottlingException",
+];
+
+/// Whether an AWS error code says the request was throttled: worth a retry
+/// later, and not the caller's fault.
+pub fn is_throttling(code: &str) -> bool {
+    THROTTLING.contains(&code)
 }
 
 /// What the SDK's environment credentials provider needs: both keys, not

@@ -31,9 +31,10 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextMut;
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents, SharedInterceptor};
 use aws_sdk_dynamodb::error::BoxError;
 use lambda_http::http::{Response, Uri};
+use lambda_http::tracing;
 
 mod aws;
 mod xray;
@@ -57,6 +58,56 @@ static TRACER: OnceLock<Tracer> = OnceLock::new();
 /// on. Called once by `main`; a second call changes nothing.
 pub fn enable(tracer: Tracer) {
     let _ = TRACER.set(tracer);
+}
+
+/// Sends the subsegments of sampled invocations from now on, when Lambda
+/// runs an X-Ray daemon beside the function (`Tracing: Active` sets
+/// `AWS_XRAY_DAEMON_ADDRESS`), with `service` as the handler's name. An
+/// address that cannot be used turns them off with one warning.
+pub fn start(service: &str) {
+    match Tracer::from_env(service) {
+        Some(Ok(tracer)) => enable(tracer),
+        Some(Err(err)) => tracing::warn!(cause = %err, "X-Ray subsegments are off"),
+        None => {}
+    }
+}
+
+/// What an AWS SDK client needs to take part: register both on its config
+/// (`config.push_interceptor(…)`). The first puts the invocation's trace
+/// header on every request, each retry included; the second reports each
+/// call of a sampled invocation.
+pub fn interceptors() -> [SharedInterceptor; 2] {
+    [SharedInterceptor::new(TraceHeader), AwsSubsegments::shared()]
+}
+
+/// The fields of Lambda's trace header (`Root=1-…-…;Parent=…;Sampled=1`),
+/// unchecked.
+#[derive(Debug, Default, Clone, Copy)]
+struct Fields<'a> {
+    root: Option<&'a str>,
+    parent: Option<&'a str>,
+    sampled: bool,
+}
+
+impl<'a> Fields<'a> {
+    fn of(header: &'a str) -> Self {
+        let mut fields = Self::default();
+        for part in header.split(';') {
+            match part.trim().split_once('=') {
+                Some(("Root", value)) => fields.root = Some(value),
+                Some(("Parent", value)) => fields.parent = Some(value),
+                Some(("Sampled", value)) => fields.sampled = value == "1",
+                _ => {}
+            }
+        }
+        fields
+    }
+}
+
+/// The trace id X-Ray shows (`1-…-…`), from Lambda's trace header, as
+/// Powertools logs it.
+pub fn root(header: &str) -> Option<&str> {
+    Fields::of(header).root.filter(|root| !root.is_empty())
 }
 
 tokio::task_local! {
@@ -89,15 +140,7 @@ impl Sampled {
     /// The context of `header` if it says `Sampled=1` with a well-formed
     /// `Root` and `Parent`; `None` otherwise, and nothing is sent for it.
     fn parse(header: &str, tracer: &'static Tracer) -> Option<Self> {
-        let (mut root, mut parent, mut sampled) = (None, None, false);
-        for part in header.split(';') {
-            match part.trim().split_once('=') {
-                Some(("Root", value)) => root = Some(value),
-                Some(("Parent", value)) => parent = Some(value),
-                Some(("Sampled", value)) => sampled = value == "1",
-                _ => {}
-            }
-        }
+        let Fields { root, parent, sampled } = Fields::of(header);
         if !sampled {
             return None;
         }
@@ -470,6 +513,15 @@ fn encode(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trace_id_is_the_root_of_lambdas_trace_header() {
+        let header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+        assert_eq!(root(header), Some("1-5759e988-bd862e3fe1be46a994272793"));
+        assert_eq!(root("Sampled=0;Root=1-a-b"), Some("1-a-b"));
+        assert_eq!(root("Parent=1;Sampled=0"), None);
+        assert_eq!(root("Root="), None);
+    }
 
     #[test]
     fn a_trace_header_as_lambda_sends_it_is_kept_as_it_is() {

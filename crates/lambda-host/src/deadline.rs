@@ -14,6 +14,8 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use lambda_http::{Request, RequestExt};
+
 /// Left between the moment the handler stops waiting and the deadline: for
 /// the answer to be rendered, encoded and posted to the Runtime API. At
 /// 128 MB a function gets about 7 ms of CPU in every 100 ms period, so one
@@ -24,14 +26,14 @@ pub const ANSWER_MARGIN: Duration = Duration::from_millis(250);
 /// answered (and fails the invocation) and the deadline. Smaller than
 /// [`ANSWER_MARGIN`], so that a handler that keeps to its own deadline is
 /// never cut short by the loop.
-pub const BACKSTOP_MARGIN: Duration = Duration::from_millis(100);
+pub(crate) const BACKSTOP_MARGIN: Duration = Duration::from_millis(100);
 
 /// The point in time `margin` before a deadline given as Unix time in
 /// milliseconds, on the monotonic clock. A deadline already past (or within
 /// the margin) is now. `None`, the same as no deadline at all, when it is
 /// too far ahead to be represented, or more than [`NOT_A_DEADLINE`] in the
 /// past.
-pub fn before(deadline_ms: u64, margin: Duration) -> Option<Instant> {
+pub(crate) fn before(deadline_ms: u64, margin: Duration) -> Option<Instant> {
     before_at(deadline_ms, margin, SystemTime::now(), Instant::now())
 }
 
@@ -42,7 +44,19 @@ pub fn before(deadline_ms: u64, margin: Duration) -> Option<Instant> {
 /// (docs/upstream/cargo-lambda-watch-deadline-is-a-duration.md). No real
 /// invocation waits a day to be handed out, so a value that old is not a
 /// point in time, and there is no deadline to keep.
-pub const NOT_A_DEADLINE: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const NOT_A_DEADLINE: Duration = Duration::from_secs(24 * 3600);
+
+/// When a handler should stop waiting and answer: [`ANSWER_MARGIN`]
+/// before the invocation's deadline. `None` without a Lambda context, or
+/// with `Context::default()`'s deadline of 0, which no invocation has
+/// (tests and tools that drive a handler directly).
+pub fn answer_by(request: &Request) -> Option<Instant> {
+    let deadline_ms = request.lambda_context_ref()?.deadline;
+    if deadline_ms == 0 {
+        return None;
+    }
+    before(deadline_ms, ANSWER_MARGIN)
+}
 
 /// Runs `future` until `cut`, when there is one: `None` if the cut came
 /// first (the future is then dropped).

@@ -1,0 +1,380 @@
+use super::*;
+use serde_json::{Value, json};
+
+fn http_api_event(change: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": "POST /plants",
+        "rawPath": "/plants",
+        "rawQueryString": "",
+        "headers": {
+            "content-type": "application/json",
+            "host": "api.example.com",
+            "x-forwarded-proto": "https"
+        },
+        "requestContext": {
+            "domainName": "api.example.com",
+            "http": { "method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1" },
+            "routeKey": "POST /plants",
+            "stage": "$default",
+            "timeEpoch": 0
+        },
+        "body": "{\"id\":1,\"name\":\"Fern\"}",
+        "isBase64Encoded": false
+    });
+    change(&mut event);
+    event.to_string().into_bytes()
+}
+
+fn repairs(decoded: &Decoded) -> Repairs {
+    *decoded
+        .request
+        .extensions()
+        .get::<Repairs>()
+        .expect("repairs attached")
+}
+
+#[test]
+fn an_event_from_a_front_door_is_decoded_with_nothing_set_aside() {
+    let decoded = decode(&http_api_event(|_| {})).expect("an HTTP API event");
+
+    assert_eq!(repairs(&decoded), Repairs::default());
+    assert_eq!(
+        decoded.request.uri().to_string(),
+        "https://api.example.com/plants"
+    );
+    assert_eq!(decoded.request.body().as_ref(), br#"{"id":1,"name":"Fern"}"#);
+}
+
+#[test]
+fn a_base64_body_is_decoded_and_one_that_is_not_base64_is_set_aside() {
+    let good = decode(&http_api_event(|event| {
+        event["body"] = json!("eyJpZCI6MX0=");
+        event["isBase64Encoded"] = json!(true);
+    }))
+    .expect("decoded");
+    assert_eq!(good.request.body().as_ref(), br#"{"id":1}"#);
+    assert!(!repairs(&good).any());
+
+    let bad = decode(&http_api_event(|event| {
+        event["body"] = json!("not base64!");
+        event["isBase64Encoded"] = json!(true);
+    }))
+    .expect("decoded");
+    assert_eq!(
+        repairs(&bad),
+        Repairs {
+            body_not_base64: true,
+            ..Repairs::default()
+        }
+    );
+    assert!(bad.request.body().is_empty());
+}
+
+#[test]
+fn a_host_or_scheme_that_does_not_form_a_url_is_ignored_and_the_path_kept() {
+    for (host, proto) in [
+        ("exa mple.com", "https"),
+        ("api.example.com:99999", "https"),
+        ("user@api.example.com", "https"),
+        ("api.example.com/elsewhere", "https"),
+        ("api.example.com", "not a scheme"),
+        ("api.example.com", ""),
+        ("", "https"),
+    ] {
+        let decoded = decode(&http_api_event(|event| {
+            event["headers"]["host"] = json!(host);
+            event["headers"]["x-forwarded-proto"] = json!(proto);
+            event["requestContext"]["domainName"] = json!(host);
+        }))
+        .expect("decoded");
+
+        assert_eq!(
+            repairs(&decoded),
+            Repairs {
+                host_ignored: true,
+                ..Repairs::default()
+            },
+            "{host:?} {proto:?}"
+        );
+        assert_eq!(decoded.request.raw_http_path(), "/plants", "{host:?} {proto:?}");
+        assert!(decoded.request.headers().get(HOST).is_none());
+    }
+}
+
+#[test]
+fn a_path_or_query_that_does_not_form_a_url_is_set_aside() {
+    let decoded = decode(&http_api_event(|event| event["rawPath"] = json!("x:99999"))).expect("decoded");
+    assert!(repairs(&decoded).path_ignored, "{:?}", repairs(&decoded));
+    assert_eq!(decoded.request.raw_http_path(), "/");
+
+    let decoded =
+        decode(&http_api_event(|event| event["rawQueryString"] = json!("a=b c"))).expect("decoded");
+    assert_eq!(
+        repairs(&decoded),
+        Repairs {
+            query_ignored: true,
+            ..Repairs::default()
+        }
+    );
+    assert_eq!(decoded.request.raw_http_path(), "/plants");
+}
+
+#[test]
+fn an_event_from_another_service_is_unsupported_with_lambda_https_sentence() {
+    let sqs = json!({ "Records": [{ "messageId": "1", "eventSource": "aws:sqs", "body": "{}" }] });
+
+    let err = decode(sqs.to_string().as_bytes()).expect_err("not an HTTP event");
+
+    assert!(
+        err.to_string().starts_with(
+            "unsupported event: this function expects a JSON payload from Amazon API Gateway"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_event_without_a_host_or_domain_name_is_decoded_with_nothing_set_aside() {
+    let decoded = decode(&http_api_event(|event| {
+        event["headers"].as_object_mut().expect("headers").remove("host");
+        event["requestContext"]["domainName"] = Value::Null;
+    }))
+    .expect("decoded");
+
+    assert_eq!(repairs(&decoded), Repairs::default());
+    assert_eq!(decoded.request.uri().to_string(), "/plants");
+    assert_eq!(
+        decoded.request.headers().get(X_FORWARDED_PROTO),
+        Some(&HeaderValue::from_static("https"))
+    );
+}
+
+/// Each event of docs/upstream/lambda-http-conversion-panics.md, on
+/// which `lambda_http`'s conversion panics, and what is set aside.
+#[test]
+fn every_event_that_panics_lambda_https_conversion_is_decoded_with_what_was_set_aside() {
+    let body = Repairs {
+        body_not_base64: true,
+        ..Repairs::default()
+    };
+    let host = Repairs {
+        host_ignored: true,
+        ..Repairs::default()
+    };
+    let path = Repairs {
+        path_ignored: true,
+        ..Repairs::default()
+    };
+    let query = Repairs {
+        query_ignored: true,
+        ..Repairs::default()
+    };
+    let context = r#""requestContext": {"domainName": "api.example.com", "http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /plants", "stage": "$default", "timeEpoch": 0}"#;
+    let no_domain = r#""requestContext": {"http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /plants", "stage": "$default", "timeEpoch": 0}"#;
+    let odd_domain = r#""requestContext": {"domainName": "exa mple.com", "http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /plants", "stage": "$default", "timeEpoch": 0}"#;
+    let http_api = |raw_path: &str,
+                    query: &str,
+                    headers: &str,
+                    context: &str,
+                    body: &str,
+                    base64: bool| {
+        format!(
+            r#"{{"version": "2.0", "routeKey": "POST /plants", "rawPath": "{raw_path}", "rawQueryString": "{query}", "headers": {{{headers}}}, {context}, "body": "{body}", "isBase64Encoded": {base64}}}"#
+        )
+    };
+    let json = r#""content-type": "application/json""#;
+    for (case, event, expected, raw_path) in [
+        (
+            "HTTP API body not base64",
+            http_api("/plants", "", &format!(r#"{json}, "host": "api.example.com""#), context, "not base64!", true),
+            body,
+            "/plants",
+        ),
+        (
+            "REST API body not base64",
+            r#"{"resource": "/plants", "path": "/plants", "httpMethod": "POST", "headers": {"host": "api.example.com"}, "multiValueHeaders": {"host": ["api.example.com"]}, "requestContext": {"stage": "prod", "resourcePath": "/plants", "httpMethod": "POST", "path": "/prod/plants"}, "body": "not base64!", "isBase64Encoded": true}"#.to_owned(),
+            body,
+            "/plants",
+        ),
+        (
+            "Host with a port out of range",
+            http_api("/plants", "", &format!(r#"{json}, "host": "api.example.com:99999""#), context, "{}", false),
+            host,
+            "/plants",
+        ),
+        (
+            "domainName with a space and no Host",
+            http_api("/plants", "", json, odd_domain, "{}", false),
+            host,
+            "/plants",
+        ),
+        (
+            "ALB Host with a space",
+            r#"{"requestContext": {"elb": {"targetGroupArn": "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/plants/0123456789abcdef"}}, "httpMethod": "POST", "path": "/plants", "headers": {"host": "exa mple.com"}, "body": "", "isBase64Encoded": false}"#.to_owned(),
+            host,
+            "/plants",
+        ),
+        (
+            "X-Forwarded-Proto that is not a scheme",
+            http_api("/plants", "", &format!(r#"{json}, "host": "api.example.com", "x-forwarded-proto": "not a scheme""#), context, "{}", false),
+            host,
+            "/plants",
+        ),
+        (
+            "HTTP API path that is not a path, no host",
+            http_api("x:99999", "", json, no_domain, "{}", false),
+            path,
+            "/",
+        ),
+        (
+            "REST API path that is not a path, no stage",
+            r#"{"resource": "/plants", "path": "x:99999", "httpMethod": "POST", "headers": {}, "multiValueHeaders": {}, "requestContext": {"resourcePath": "/plants", "httpMethod": "POST", "path": "/plants"}, "body": null, "isBase64Encoded": false}"#.to_owned(),
+            path,
+            "/",
+        ),
+        (
+            "raw query string with a space",
+            http_api("/plants", "a=b c", &format!(r#"{json}, "host": "api.example.com""#), context, "{}", false),
+            query,
+            "/plants",
+        ),
+    ] {
+        let decoded = decode(event.as_bytes()).unwrap_or_else(|err| panic!("{case}: {err}"));
+
+        assert_eq!(repairs(&decoded), expected, "{case}");
+        assert_eq!(decoded.request.raw_http_path(), raw_path, "{case}");
+    }
+}
+
+fn with_headers(names: usize, multi_value: bool) -> Vec<u8> {
+    http_api_event(|event| {
+        let key = if multi_value {
+            "multiValueHeaders"
+        } else {
+            "headers"
+        };
+        let headers = (0..names).map(|n| (format!("x-h{n}"), json!("v"))).collect();
+        event[key] = Value::Object(headers);
+    })
+}
+
+#[test]
+fn an_event_with_more_header_names_than_a_request_has_is_unsupported_not_a_panic() {
+    let at_the_limit = decode(&with_headers(MAX_HEADER_NAMES, false)).expect("decoded");
+    assert_eq!(at_the_limit.request.headers().len(), MAX_HEADER_NAMES);
+    // A REST API event's two forms, merged into one map: all distinct.
+    let half = MAX_HEADER_NAMES / 2;
+    let rest = json!({
+        "resource": "/plants", "path": "/plants", "httpMethod": "POST",
+        "headers": (0..half).map(|n| (format!("x-a{n}"), json!("v"))).collect::<serde_json::Map<_, _>>(),
+        "multiValueHeaders": (0..half).map(|n| (format!("x-b{n}"), json!(["v"]))).collect::<serde_json::Map<_, _>>(),
+        "requestContext": { "stage": "prod", "resourcePath": "/plants", "httpMethod": "POST" },
+        "body": null, "isBase64Encoded": false
+    });
+    let merged = decode(rest.to_string().as_bytes()).expect("decoded");
+    assert_eq!(merged.request.headers().len(), MAX_HEADER_NAMES);
+
+    for (names, multi_value) in [(MAX_HEADER_NAMES + 1, false), (30_000, false), (30_000, true)] {
+        let err = decode(&with_headers(names, multi_value)).expect_err("too many headers");
+        // Both forms count, here with the event's own three headers.
+        let counted = if multi_value { names + 3 } else { names };
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "unsupported event: {counted} header names, more than the 16384 a front door's request can have"
+            ),
+            "{names} {multi_value}"
+        );
+    }
+}
+
+#[test]
+fn payloads_that_are_no_event_fail_with_one_line_whatever_their_depth_or_size() {
+    let deep = "[".repeat(100_000);
+    let deep_closed = format!("{deep}{}", "]".repeat(100_000));
+    let deep_headers = format!(r#"{{"headers": {deep_closed}}}"#);
+    let six_megabytes = http_api_event(|event| event["body"] = json!("x".repeat(6 * 1024 * 1024)));
+    let not_a_front_door = UnsupportedEvent(Unsupported::NotAFrontDoor).to_string();
+    for (case, payload, expected) in [
+        (
+            "100,000 [",
+            deep.as_bytes(),
+            "unsupported event: EOF while parsing a list at line 1 column 100000",
+        ),
+        (
+            "100,000 nested arrays",
+            deep_closed.as_bytes(),
+            not_a_front_door.as_str(),
+        ),
+        (
+            "headers nested 100,000 deep",
+            deep_headers.as_bytes(),
+            not_a_front_door.as_str(),
+        ),
+        (
+            "not UTF-8",
+            b"{\"headers\": \"\xff\"}",
+            "unsupported event: invalid unicode code point at line 1 column 14",
+        ),
+    ] {
+        let err = decode(payload).expect_err(case);
+        assert_eq!(err.to_string(), expected, "{case}");
+    }
+    let decoded = decode(&six_megabytes).expect("a 6 MB event is an event");
+    assert_eq!(decoded.request.body().len(), 6 * 1024 * 1024);
+}
+
+/// Printable ASCII, the characters URLs treat specially, and a few
+/// beyond ASCII: what a hand-made event could put in any field.
+const TEXT: &str = "[ -~\\t\\u{7f}é€\\u{1F331}]{0,24}";
+/// The same, less what a header value cannot hold (an event with such
+/// a header is not an API Gateway event at all: `UnsupportedEvent`).
+const HEADER: &str = "[ -~é€\\u{1F331}]{0,24}";
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn no_field_of_an_event_can_make_decoding_panic(
+        host in HEADER, proto in HEADER, path in TEXT, query in TEXT, stage in TEXT,
+        domain in TEXT, body in TEXT, base64 in proptest::bool::ANY, door in 0..3,
+    ) {
+        let event = if door == 0 {
+            json!({
+                "resource": "/plants", "path": path, "httpMethod": "POST",
+                "headers": { "host": host, "x-forwarded-proto": proto },
+                "multiValueHeaders": { "host": [host], "x-forwarded-proto": [proto] },
+                "queryStringParameters": { "q": query },
+                "multiValueQueryStringParameters": { "q": [query] },
+                "requestContext": { "stage": stage, "domainName": domain, "resourcePath": "/plants",
+                                    "httpMethod": "POST", "path": path },
+                "body": body, "isBase64Encoded": base64
+            })
+        } else if door == 1 {
+            json!({
+                "requestContext": { "elb": { "targetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/t/0" } },
+                "httpMethod": "POST", "path": path,
+                "headers": { "host": host, "x-forwarded-proto": proto },
+                "queryStringParameters": { "q": query },
+                "body": body, "isBase64Encoded": base64
+            })
+        } else {
+            serde_json::from_slice(&http_api_event(|event| {
+                event["headers"]["host"] = json!(host);
+                event["headers"]["x-forwarded-proto"] = json!(proto);
+                event["rawPath"] = json!(path);
+                event["rawQueryString"] = json!(query);
+                event["requestContext"]["stage"] = json!(stage);
+                event["requestContext"]["domainName"] = json!(domain);
+                event["body"] = json!(body);
+                event["isBase64Encoded"] = json!(base64);
+            })).expect("JSON")
+        };
+
+        let decoded = decode(event.to_string().as_bytes());
+
+        let decoded = decoded.expect("an API Gateway event");
+        proptest::prop_assert!(decoded.request.extensions().get::<Repairs>().is_some());
+    }
+}

@@ -1,0 +1,157 @@
+//! The event envelope: the JSON a front door hands Lambda, turned into an
+//! `http::Request` for the handler, and the handler's `Response` turned
+//! back into that front door's JSON.
+//!
+//! Both conversions are ours, on public API only: the event and response
+//! types of `aws_lambda_events` (as `lambda_http` re-exports it, so that
+//! they are the very types its `RequestContext` holds) and `lambda_http`'s
+//! request extensions (`RequestExt::with_*`). `lambda_http`'s own
+//! conversions go through `#[doc(hidden)]` items (`LambdaRequest`,
+//! `RequestOrigin`, `TransformResponse`) that any release may change, and
+//! its request conversion panics on fields a direct invoke can send
+//! (docs/upstream/lambda-http-conversion-panics.md). The request made here
+//! is the one `lambda_http::request::from_str` makes of the same event,
+//! wherever that one does not panic, and each front door's answer is the
+//! JSON `lambda_http` wrote: `tests/api/front_doors.rs` holds both.
+//!
+//! Where `lambda_http` would panic, [`decode`] sets the field aside and
+//! records it in [`Repairs`], a request extension that the handler reads (a
+//! body that is not base64 is a 400) and logs. One difference on purpose:
+//! `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH`, which `lambda_http` reads on
+//! every request, is not read: the URI keeps the stage in front of the path,
+//! as `lambda_http` does by default, and nothing routes on it (`handler.rs`
+//! routes on the raw path and the request context).
+
+use std::fmt;
+
+use lambda_http::Request;
+
+mod decode;
+mod encode;
+
+pub use self::decode::decode;
+pub use self::encode::encode;
+
+/// `http::HeaderMap` holds at most 24,576 names and panics past them, in
+/// `aws_lambda_events`' header reader, before any of our code runs: an
+/// event with more names in `headers` and `multiValueHeaders` together
+/// than this (a direct invoke's) is refused before it is read. No front
+/// door comes near: a request's headers are limited to a few tens of KB
+/// (an ALB's, the largest, to 64 KB), at 4 bytes or more each.
+pub const MAX_HEADER_NAMES: usize = 16_384;
+
+/// What [`decode`] set aside because it does not form a request. Every
+/// field is false for an event from a real front door.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Repairs {
+    /// The body was flagged `isBase64Encoded` but is not base64: dropped,
+    /// and the request is answered 400.
+    pub body_not_base64: bool,
+    /// `Host` (or the context's `domainName`) and `X-Forwarded-Proto` did
+    /// not form a URL with the path: removed, and the URI is the path
+    /// alone. We never route on them.
+    pub host_ignored: bool,
+    /// The query string did not form a URI: ignored. We take no query.
+    pub query_ignored: bool,
+    /// The path (with the stage) did not form a URL: replaced by `/`,
+    /// which is not ours, so the request is answered 404.
+    pub path_ignored: bool,
+}
+
+impl Repairs {
+    pub fn any(&self) -> bool {
+        *self != Self::default()
+    }
+}
+
+/// For the log line: what was set aside, in words.
+impl fmt::Display for Repairs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts = [
+            (self.body_not_base64, "body flagged isBase64Encoded is not base64"),
+            (self.host_ignored, "Host or X-Forwarded-Proto does not form a URL"),
+            (self.query_ignored, "query string does not form a URL"),
+            (self.path_ignored, "path does not form a URL"),
+        ];
+        let mut first = true;
+        for (_, text) in parts.iter().filter(|(set, _)| *set) {
+            if !first {
+                f.write_str("; ")?;
+            }
+            f.write_str(text)?;
+            first = false;
+        }
+        Ok(())
+    }
+}
+
+/// An event that is not from a front door we serve (an SQS record sent by
+/// mistake, a test event from the console): the invocation fails with this
+/// one line, and no handler runs.
+#[derive(Debug)]
+pub struct UnsupportedEvent(Unsupported);
+
+#[derive(Debug)]
+enum Unsupported {
+    NotJson(serde_json::Error),
+    NotAFrontDoor,
+    TooManyHeaders(usize),
+}
+
+impl fmt::Display for UnsupportedEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("unsupported event: ")?;
+        match &self.0 {
+            Unsupported::NotJson(err) => write!(f, "{err}"),
+            // `lambda_http`'s sentence, which operators may already search for.
+            Unsupported::NotAFrontDoor => f.write_str(
+                "this function expects a JSON payload from Amazon API Gateway, Amazon Elastic Load \
+                 Balancer, or AWS Lambda Function URLs, but the data doesn't match any of those services' events",
+            ),
+            Unsupported::TooManyHeaders(names) => write!(
+                f,
+                "{names} header names, more than the {MAX_HEADER_NAMES} a front door's request can have"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UnsupportedEvent {}
+
+/// The front door an event came through, which decides the shape of the
+/// answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrontDoor {
+    /// API Gateway REST API (payload 1.0): headers in `multiValueHeaders`.
+    RestApi,
+    /// API Gateway HTTP API (payload 2.0) and Lambda function URLs:
+    /// `Set-Cookie` in `cookies`.
+    HttpApi,
+    /// Application Load Balancer: both header forms, and a status line.
+    Alb,
+}
+
+/// A request ready for the handler, and where it came from.
+#[derive(Debug)]
+pub struct Decoded {
+    pub request: Request,
+    pub origin: FrontDoor,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repairs_read_as_one_line() {
+        let repairs = Repairs {
+            body_not_base64: true,
+            host_ignored: true,
+            ..Repairs::default()
+        };
+        assert_eq!(
+            repairs.to_string(),
+            "body flagged isBase64Encoded is not base64; Host or X-Forwarded-Proto does not form a URL"
+        );
+    }
+}

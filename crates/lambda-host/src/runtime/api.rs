@@ -1,0 +1,221 @@
+//! The function's side of the Lambda Runtime API: `next`, the answer (or
+//! the error report) of each invocation, and the init error; each call
+//! tried again after a short pause when it fails at the transport level or
+//! with a 5xx.
+
+use std::time::Duration;
+
+use http_body_util::BodyExt;
+use hyper::body::Bytes;
+use lambda_http::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use lambda_http::lambda_runtime::Diagnostic;
+use lambda_http::{Error, tracing};
+use lambda_runtime_api_client::body::Body as ApiBody;
+use lambda_runtime_api_client::{PooledClient, build_request};
+
+use crate::env::Concurrency;
+use crate::json;
+
+const API_PREFIX: &str = "/2018-06-01/runtime";
+pub(super) const REQUEST_ID: &str = "lambda-runtime-aws-request-id";
+pub(super) const DEADLINE_MS: &str = "lambda-runtime-deadline-ms";
+pub(super) const INVOCATION_ID: &str = "lambda-runtime-invocation-id";
+pub(super) const TRACE_ID: &str = "lambda-runtime-trace-id";
+/// Lambda's tenant isolation mode: the tenant the invocation is for.
+pub(super) const TENANT_ID: &str = "lambda-runtime-aws-tenant-id";
+const ERROR_TYPE: &str = "lambda-runtime-function-error-type";
+
+/// The function's side of the Lambda Runtime API.
+#[derive(Debug)]
+pub(crate) struct RuntimeApi {
+    client: PooledClient,
+}
+
+impl RuntimeApi {
+    /// Each worker keeps one connection busy in its long-polling `next`, and
+    /// its answer needs one too: the pool keeps as many idle as there are
+    /// workers, so that no answer waits for a connection to be opened.
+    pub(crate) fn new(endpoint: Uri, concurrency: Concurrency) -> Self {
+        let pool_size = usize::try_from(concurrency.get()).unwrap_or(usize::MAX);
+        Self {
+            client: PooledClient::builder()
+                .with_endpoint(endpoint)
+                .with_pool_size(pool_size)
+                .build(),
+        }
+    }
+
+    /// Tells Lambda that init failed, so that the invoke that started this
+    /// execution environment fails with `message` rather than a timeout.
+    pub(crate) async fn init_error(&self, message: &str) -> Result<(), Error> {
+        let diagnostic = Diagnostic {
+            error_type: "Runtime.InitError".to_owned(),
+            error_message: message.to_owned(),
+        };
+        self.post(
+            format!("{API_PREFIX}/init/error"),
+            Some(&diagnostic.error_type),
+            None,
+            diagnostic_json(&diagnostic),
+        )
+        .await
+    }
+
+    /// The next invocation: its headers and payload. A transport failure or
+    /// a 5xx is tried again (see [`RETRY_PAUSES`]); any other answer but 200
+    /// is final.
+    pub(super) async fn next(&self) -> Result<(HeaderMap, Bytes), Error> {
+        retrying("next", || async {
+            let request = build_request()
+                .method(Method::GET)
+                .uri(format!("{API_PREFIX}/invocation/next"))
+                .body(ApiBody::empty())
+                .map_err(|err| Attempt::Final(err.into()))?;
+            let response = self.client.call(request).await.map_err(Attempt::Again)?;
+            let (parts, body) = response.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(|err| Attempt::Again(err.into()))?
+                .to_bytes();
+            match parts.status {
+                StatusCode::OK => Ok((parts.headers, body)),
+                status => Err(Attempt::after(status, "next")),
+            }
+        })
+        .await
+    }
+
+    /// The invocation's answer: the front door's JSON.
+    pub(super) async fn answer(
+        &self,
+        request_id: &str,
+        invocation_id: Option<&HeaderValue>,
+        body: Vec<u8>,
+    ) -> Result<(), Error> {
+        let path = format!("{API_PREFIX}/invocation/{request_id}/response");
+        self.post(path, None, invocation_id, body).await
+    }
+
+    /// The invocation failed: no answer, and why.
+    pub(super) async fn fail(
+        &self,
+        request_id: &str,
+        invocation_id: Option<&HeaderValue>,
+        diagnostic: &Diagnostic,
+    ) -> Result<(), Error> {
+        let path = format!("{API_PREFIX}/invocation/{request_id}/error");
+        let body = diagnostic_json(diagnostic);
+        self.post(path, Some(&diagnostic.error_type), invocation_id, body).await
+    }
+
+    /// Posts an answer (or an error report). A transport failure or a 5xx
+    /// is tried again; a refusal (4xx) is logged and not: Lambda has decided
+    /// about this invocation, and the worker serves on.
+    async fn post(
+        &self,
+        path: String,
+        error_type: Option<&str>,
+        invocation_id: Option<&HeaderValue>,
+        body: Vec<u8>,
+    ) -> Result<(), Error> {
+        let body = Bytes::from(body);
+        let status = retrying("an answer", || async {
+            let mut request = build_request().method(Method::POST).uri(&path);
+            if let Some(error_type) = error_type {
+                request = request.header(ERROR_TYPE, error_type);
+            }
+            if let Some(invocation_id) = invocation_id {
+                request = request.header(INVOCATION_ID, invocation_id);
+            }
+            let request = request
+                .body(ApiBody::from(body.clone()))
+                .map_err(|err| Attempt::Final(err.into()))?;
+            let response = self.client.call(request).await.map_err(Attempt::Again)?;
+            let status = response.status();
+            // Read the (small) answer to the end, so the connection goes
+            // back to the pool instead of being closed and opened again.
+            response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|err| Attempt::Again(err.into()))?;
+            if status.is_server_error() {
+                return Err(Attempt::after(status, "an answer"));
+            }
+            Ok(status)
+        })
+        .await?;
+        if status == StatusCode::GONE {
+            // The invocation is over for Lambda (it timed out, or was
+            // answered already): nothing to do but take the next one.
+            tracing::warn!("the Runtime API no longer takes an answer for this invocation (410 Gone)");
+        } else if !status.is_success() {
+            // 400 / 403 / 413: Lambda refused this answer; the next `next`
+            // tells whether the environment is still usable.
+            tracing::error!(
+                status = status.as_u16(),
+                "the Runtime API refused the invocation's answer"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// How long a worker waits before each new try of a Runtime API call that
+/// failed at the transport level or with a 5xx: 0.8 s in all. Lambda's
+/// Runtime API is on the same host; a failure that lasts longer is not a
+/// passing one, and the process exits so that Lambda replaces the
+/// environment (on Managed Instances nothing else would).
+const RETRY_PAUSES: [Duration; 5] = [
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(200),
+    Duration::from_millis(400),
+];
+
+/// One try of a Runtime API call that did not succeed.
+enum Attempt {
+    /// A transport failure or a 5xx: worth another try.
+    Again(Error),
+    /// Nothing another try could change.
+    Final(Error),
+}
+
+impl Attempt {
+    fn after(status: StatusCode, call: &str) -> Self {
+        let cause = format!("the Runtime API answered {status} to {call}").into();
+        if status.is_server_error() {
+            Self::Again(cause)
+        } else {
+            Self::Final(cause)
+        }
+    }
+}
+
+/// Runs `call` until it succeeds, fails for good, or has failed
+/// `RETRY_PAUSES.len() + 1` times.
+async fn retrying<T, C, F>(what: &str, mut call: C) -> Result<T, Error>
+where
+    C: FnMut() -> F,
+    F: Future<Output = Result<T, Attempt>>,
+{
+    for pause in RETRY_PAUSES {
+        match call().await {
+            Ok(value) => return Ok(value),
+            Err(Attempt::Final(cause)) => return Err(cause),
+            Err(Attempt::Again(cause)) => {
+                tracing::warn!(cause = %cause, retry_in_ms = pause.as_millis(), "a Runtime API call ({what}) failed");
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+    call()
+        .await
+        .map_err(|(Attempt::Again(cause) | Attempt::Final(cause))| cause)
+}
+
+fn diagnostic_json(diagnostic: &Diagnostic) -> Vec<u8> {
+    json::to_string(diagnostic, r#"{"errorType":"Runtime.Unknown"}"#).into_bytes()
+}
