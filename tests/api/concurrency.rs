@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::{Body, Request, RequestExt, Response};
-use plant_store::runtime::{self, Concurrency, RuntimeApi};
+use lambda_host::{Concurrency, Lambda, handler_fn};
 use serde_json::{Value, json};
 
 use crate::fault_proxy::FaultProxy;
@@ -47,8 +47,10 @@ where
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let concurrency = Concurrency::parse(&workers.to_string()).expect("a positive integer");
-    let api_client = RuntimeApi::with_concurrency(api.uri(), concurrency);
-    runtime::run(api_client, function_config(), concurrency, handler).await
+    Lambda::new(api.uri(), function_config())
+        .with_concurrency(concurrency)
+        .serve(handler_fn(handler))
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,7 +66,7 @@ async fn eight_workers_park_eight_nexts_and_answer_each_invocation_under_its_own
         tokio::time::sleep(Duration::from_millis((n * 7) % 23)).await;
         let seen = json!({
             "request_id": request.lambda_context_ref().map(|context| context.request_id.clone()),
-            "trace_header": plant_store::trace::current(),
+            "trace_header": lambda_host::trace::current(),
             "body": n,
         });
         Response::new(Body::from(seen.to_string()))

@@ -10,7 +10,7 @@ use lambda_http::http::header::{
     CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue, SET_COOKIE, VARY, WWW_AUTHENTICATE,
 };
 use lambda_http::{Body, Request, RequestExt, Response};
-use plant_store::envelope::{self, Decoded};
+use lambda_host::envelope::{self, Decoded};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

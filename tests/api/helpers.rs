@@ -21,7 +21,7 @@ use aws_sdk_dynamodb::types::{
 use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::{Context, Request, RequestExt};
 use plant_store::auth::Authenticator;
-use plant_store::envelope;
+use lambda_host::envelope;
 use plant_store::handler::App;
 use plant_store::store::{DynamoStore, with_budgets};
 use serde_json::Value;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lambda_http::{Body, Request, Response};
-use plant_store::runtime::{self, Concurrency, RuntimeApi};
+use lambda_host::{Concurrency, Handler, Lambda, handler_fn};
 use serde_json::{Value, json};
 
 use crate::helpers::{Event, client_for, create_table, dynamodb_local_endpoint, unique_name};
@@ -350,7 +350,7 @@ fn documented_hostile_envelopes() -> Vec<String> {
 fn too_many_headers() -> String {
     let mut event = create(9001);
     let headers = event["headers"].as_object_mut().expect("headers");
-    for n in 0..=plant_store::envelope::MAX_HEADER_NAMES {
+    for n in 0..=lambda_host::envelope::MAX_HEADER_NAMES {
         headers.insert(format!("x-h{n}"), json!("v"));
     }
     event.to_string()
@@ -476,18 +476,14 @@ async fn a_handler_that_never_answers_is_failed_before_the_deadline_and_the_next
     let next = Invocation::new("after-stuck", http_event("fine"));
     let api = FakeRuntimeApi::start(vec![stuck.clone(), next.clone()]);
 
-    let ended = runtime::run(
-        RuntimeApi::new(api.uri()),
-        function_config(),
-        Concurrency::ONE,
-        |request: Request| async move {
+    let ended = Lambda::new(api.uri(), function_config())
+        .serve(handler_fn(|request: Request| async move {
             if request.body().as_ref() == b"stuck" {
                 std::future::pending::<()>().await;
             }
             Response::new(Body::from("fine"))
-        },
-    )
-    .await;
+        }))
+        .await;
 
     assert_eq!(
         ended.expect_err("the stand-in ends the loop").to_string(),
@@ -512,27 +508,43 @@ async fn with_one_worker_the_work_behind_an_answer_ends_before_the_next_next_and
             .map(|n| Invocation::new(&format!("settle-{workers}-{n}"), http_event("fine")))
             .collect();
         let api = FakeRuntimeApi::start(sent);
-        let seen = Mutex::new(Vec::new());
+        let handler = Settling {
+            api: Arc::new(Mutex::new(api)),
+            seen: Arc::default(),
+        };
+        let (api, seen) = (handler.api.clone(), handler.seen.clone());
+        let uri = api.lock().expect("api").uri();
 
-        let _ = runtime::run_settling(
-            RuntimeApi::new(api.uri()),
-            function_config(),
-            Concurrency::parse(&workers.to_string()).expect("a concurrency"),
-            |_request: Request| async { Response::new(Body::from("fine")) },
-            || async {
-                // How many answers and `next` calls the stand-in has seen.
-                let answered = api.posted.try_iter().count();
-                seen.lock().expect("seen").push((answered, api.nexts().len()));
-            },
-        )
-        .await;
+        let _ = Lambda::new(uri, function_config())
+            .with_concurrency(Concurrency::parse(&workers.to_string()).expect("a concurrency"))
+            .serve(handler)
+            .await;
 
-        let seen = seen.into_inner().expect("seen");
+        let seen = seen.lock().expect("seen").clone();
         if workers == 1 {
             // After each answer (one each time), before the next `next`.
             assert_eq!(seen, [(1, 1), (1, 2), (1, 3)]);
         } else {
             assert_eq!(seen, []);
         }
+    }
+}
+
+/// Answers every request, and at each `settled` notes how many answers and
+/// `next` calls the stand-in has seen.
+struct Settling {
+    api: Arc<Mutex<FakeRuntimeApi>>,
+    seen: Arc<Mutex<Vec<(usize, usize)>>>,
+}
+
+impl Handler for Settling {
+    async fn call(&self, _request: Request) -> Response<Body> {
+        Response::new(Body::from("fine"))
+    }
+
+    async fn settled(&self) {
+        let api = self.api.lock().expect("api");
+        let answered = api.posted.try_iter().count();
+        self.seen.lock().expect("seen").push((answered, api.nexts().len()));
     }
 }

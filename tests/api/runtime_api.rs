@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use lambda_http::lambda_runtime::Config as FunctionConfig;
 use lambda_http::{Body, Context, Request, RequestExt, Response};
-use plant_store::runtime::{self, Concurrency, RuntimeApi};
+use lambda_host::{Lambda, handler_fn};
 use serde_json::{Value, json};
 
 use crate::helpers::{Event, assert_item, client_for, create_table, dynamodb_local_endpoint, unique_name};
@@ -25,13 +25,9 @@ where
     H: Fn(Request) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    runtime::run(
-        RuntimeApi::new(api.uri()),
-        function_config(),
-        Concurrency::ONE,
-        handler,
-    )
-    .await
+    Lambda::new(api.uri(), function_config())
+        .serve(handler_fn(handler))
+        .await
 }
 
 pub(crate) async fn ok(_request: Request) -> Response<Body> {
@@ -70,7 +66,7 @@ async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answe
         recorder.lock().expect("seen").push((
             request.lambda_context(),
             body.clone(),
-            plant_store::trace::current(),
+            lambda_host::trace::current(),
         ));
         async move {
             Response::builder()
@@ -226,7 +222,7 @@ async fn the_invocation_id_is_echoed_exactly_on_its_own_answer_and_nowhere_else(
 async fn an_init_error_is_posted_with_its_type() {
     let api = FakeRuntimeApi::start(Vec::new());
 
-    RuntimeApi::new(api.uri())
+    Lambda::new(api.uri(), function_config())
         .init_error("refusing to start: TABLE_NAME is not set")
         .await
         .expect("posted");

@@ -280,7 +280,7 @@ fn with_telemetry<S: PlantStore>(app: App<S>, metrics: &Captured) -> App<S> {
 #[tokio::test]
 async fn every_outcome_leaves_one_log_line_with_the_powertools_keys_and_one_emf_document_with_its_metric() {
     let log = Captured::default();
-    let subscriber = plant_store::logging::json_subscriber(None, log.clone());
+    let subscriber = lambda_host::logging::json_subscriber(None, log.clone());
     let _guard = tracing::dispatcher::set_default(&tracing::Dispatch::new(subscriber));
     // As in jwt/configuration.rs: with a second dispatcher registered, tracing-core asks
     // every dispatcher about each callsite instead of caching the answer of

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use plant_store::plant::NewPlant;
 use plant_store::store::{DynamoStore, PlantStore, with_budgets};
-use plant_store::trace::{self, AwsSubsegments, TraceHeader, Tracer};
+use lambda_host::trace::{self, AwsSubsegments, TraceHeader, Tracer};
 use serde_json::{Value, json};
 
 use crate::fault_proxy::{Fault, FaultProxy};
