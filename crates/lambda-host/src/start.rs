@@ -60,11 +60,14 @@ where
     H: Handler,
     E: Display,
 {
-    let lambda = concurrency.and_then(Lambda::from_env);
-    let (init, lambda) = match (configure(), lambda) {
-        (Err(err), lambda) => return refuse_to_start(lambda.ok().as_ref(), &err).await,
-        (Ok(_), Err(err)) => return refuse_to_start(None, &err).await,
-        (Ok(init), Ok(lambda)) => (init, lambda),
+    // With one invocation at a time if the count is unusable: enough to
+    // tell Lambda why the function does not start.
+    let lambda = Lambda::from_env(concurrency.unwrap_or(Concurrency::ONE));
+    let (init, lambda) = match (configure(), lambda, concurrency) {
+        (Err(err), lambda, _) => return refuse_to_start(lambda.ok().as_ref(), &err).await,
+        (Ok(_), Err(err), _) => return refuse_to_start(None, &err).await,
+        (Ok(_), Ok(lambda), Err(err)) => return refuse_to_start(Some(&lambda), &err).await,
+        (Ok(init), Ok(lambda), Ok(_)) => (init, lambda),
     };
     // Boxed for the reason `Lambda::serve` boxes the handler's future: the
     // init's temporaries stay out of this frame.
@@ -72,8 +75,10 @@ where
         Ok(handler) => handler,
         Err(err) => return refuse_to_start(Some(&lambda), &err).await,
     };
-    if let Err(err) = Box::pin(lambda.serve(handler)).await {
-        tracing::error!(cause = %err, "the Runtime API cannot be reached any more; exiting");
+    match Box::pin(lambda.serve(handler)).await {
+        // As a `main` that returns the error writes it.
+        Err(err) => eprintln!("Error: {err:?}"),
+        Ok(()) => eprintln!("Error: the invocation loop ended"),
     }
     ExitCode::FAILURE
 }
