@@ -4,14 +4,14 @@
 
 use std::time::{Duration, Instant};
 
-use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use lambda_http::http::{Method, StatusCode};
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response, tracing};
 use lambda_host::deadline;
 use lambda_host::envelope::Repairs;
 use lambda_host::logging::ErrorChain;
 use lambda_host::{Handler, to_json};
+use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use lambda_http::http::{Method, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response, tracing};
 use serde::Serialize;
 
 use crate::auth::Authenticator;

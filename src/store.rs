@@ -237,7 +237,10 @@ fn classify<R: fmt::Debug + Send + Sync + 'static>(err: SdkError<PutItemError, R
 fn is_transient_code(code: Option<&str>) -> bool {
     code.is_some_and(|code| {
         lambda_host::sdk::is_throttling(code)
-            || matches!(code, "ServiceUnavailable" | "ServiceUnavailableException" | "InternalFailure")
+            || matches!(
+                code,
+                "ServiceUnavailable" | "ServiceUnavailableException" | "InternalFailure"
+            )
     })
 }
 

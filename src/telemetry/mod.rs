@@ -16,9 +16,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::{Context, tracing};
 
+use crate::store::Created;
 use lambda_host::envelope::Repairs;
 use lambda_host::trace;
-use crate::store::Created;
 
 mod emf;
 mod settings;

@@ -4,146 +4,17 @@
 //! process, then the built function against DynamoDB Local behind a proxy
 //! that records every request the function makes of it.
 
-use std::collections::HashMap;
-use std::time::Duration;
-
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_http::{Body, Request, RequestExt, Response};
-use lambda_host::{Concurrency, Lambda, handler_fn};
 use serde_json::{Value, json};
 
 use crate::fault_proxy::FaultProxy;
+use crate::helpers::function;
 use crate::helpers::{assert_item, client_for, create_table, dynamodb_local_endpoint, unique_name};
-use crate::runtime_api::{function_config, http_event, lines_of, run_to_the_end};
-use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted, function};
+use crate::runtime_api::{http_event, lines_of, run_to_the_end};
+use crate::runtime_fake::{FakeRuntimeApi, by_request_id, invocations};
 
 const REFUSAL: &str = "refusing to start: AWS_LAMBDA_MAX_CONCURRENCY must be a positive integer: \
                        how many invocations this execution environment takes at once (unset: one)";
-
-fn invocations(count: usize, event: impl Fn(usize) -> Value) -> Vec<Invocation> {
-    (1..=count)
-        .map(|n| Invocation::new(&format!("req-{n:03}"), event(n)))
-        .collect()
-}
-
-/// The answers by request id; each request id answered once.
-fn by_request_id(posted: Vec<Posted>) -> HashMap<String, Posted> {
-    let count = posted.len();
-    let answers: HashMap<String, Posted> = posted
-        .into_iter()
-        .map(|post| (post.request_id().to_owned(), post))
-        .collect();
-    assert_eq!(answers.len(), count, "an invocation was answered twice");
-    answers
-}
-
-async fn serve_concurrently<H, F>(
-    api: &FakeRuntimeApi,
-    workers: u32,
-    handler: H,
-) -> Result<(), lambda_http::Error>
-where
-    H: Fn(Request) -> F + Clone + Send + Sync + 'static,
-    F: Future<Output = Response<Body>> + Send + 'static,
-{
-    let concurrency = Concurrency::parse(&workers.to_string()).expect("a positive integer");
-    Lambda::new(api.uri(), function_config())
-        .with_concurrency(concurrency)
-        .serve(handler_fn(handler))
-        .await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn eight_workers_park_eight_nexts_and_answer_each_invocation_under_its_own_ids() {
-    let sent = invocations(40, |n| http_event(&n.to_string()));
-    let api = FakeRuntimeApi::holding(sent.clone(), 8);
-
-    let ended = serve_concurrently(&api, 8, |request: Request| async move {
-        let n: u64 = String::from_utf8_lossy(request.body().as_ref())
-            .parse()
-            .expect("a number");
-        // Later invocations finish first now and then, so answers interleave.
-        tokio::time::sleep(Duration::from_millis((n * 7) % 23)).await;
-        let seen = json!({
-            "request_id": request.lambda_context_ref().map(|context| context.request_id.clone()),
-            "trace_header": lambda_host::trace::current(),
-            "body": n,
-        });
-        Response::new(Body::from(seen.to_string()))
-    })
-    .await;
-
-    assert_eq!(
-        ended
-            .expect_err("every worker stops once next fails for good")
-            .to_string(),
-        "the Runtime API answered 403 Forbidden to next"
-    );
-    assert_eq!(api.max_parked(), 8, "eight next calls parked at once");
-    // Every invocation, then the 403 that stops every worker: at most one
-    // more `next` per worker (a worker stopped while it waited sends none).
-    assert!(
-        (40 + 1..=40 + 8).contains(&api.nexts().len()),
-        "{}",
-        api.nexts().len()
-    );
-    let answers = by_request_id(api.posted.try_iter().collect());
-    assert_eq!(answers.len(), 40);
-    for (n, invocation) in sent.iter().enumerate() {
-        let posted = &answers[&invocation.id];
-        assert!(posted.path.ends_with("/response"), "{}", posted.path);
-        assert_eq!(
-            posted.header("lambda-runtime-invocation-id"),
-            invocation.invocation_id.as_deref()
-        );
-        let seen: Value = serde_json::from_str(posted.body["body"].as_str().expect("a body")).expect("JSON");
-        assert_eq!(
-            seen,
-            json!({ "request_id": invocation.id, "trace_header": invocation.trace_id, "body": n + 1 })
-        );
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panic_fails_only_its_own_invocation_and_every_worker_serves_on() {
-    let sent = invocations(16, |n| http_event(if n % 4 == 0 { "panic" } else { "fine" }));
-    let api = FakeRuntimeApi::holding(sent.clone(), 4);
-
-    let _ = serve_concurrently(&api, 4, |request: Request| async move {
-        tokio::task::yield_now().await;
-        if request.body().as_ref() == b"panic" {
-            panic!("a bug");
-        }
-        Response::new(Body::from("ok"))
-    })
-    .await;
-
-    // Every invocation, then the 403 that stops every worker: a panic
-    // ended no worker (the answers below are all there).
-    assert!(
-        (16 + 1..=16 + 4).contains(&api.nexts().len()),
-        "{}",
-        api.nexts().len()
-    );
-    let answers = by_request_id(api.posted.try_iter().collect());
-    for (n, invocation) in sent.iter().enumerate() {
-        let posted = &answers[&invocation.id];
-        if (n + 1) % 4 == 0 {
-            assert!(posted.path.ends_with("/error"), "{}", posted.path);
-            assert_eq!(
-                posted.body,
-                json!({ "errorType": "Runtime.HandlerPanicked", "errorMessage": "the invocation panicked: a bug" })
-            );
-        } else {
-            assert!(posted.path.ends_with("/response"), "{}", posted.path);
-            assert_eq!(posted.body["statusCode"], 200);
-        }
-        assert_eq!(
-            posted.header("lambda-runtime-invocation-id"),
-            invocation.invocation_id.as_deref()
-        );
-    }
-}
 
 #[test]
 fn a_max_concurrency_that_is_not_a_positive_integer_refuses_to_start_and_says_why() {

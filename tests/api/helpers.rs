@@ -18,10 +18,10 @@ use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
+use lambda_host::envelope;
 use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::{Context, Request, RequestExt};
-use plant_store::auth::Authenticator;
-use lambda_host::envelope;
+use plant_store::auth::{Authenticator, StaticTokens};
 use plant_store::handler::App;
 use plant_store::store::{DynamoStore, with_budgets};
 use serde_json::Value;
@@ -550,4 +550,26 @@ impl<'a> MakeWriter<'a> for Captured {
     fn make_writer(&'a self) -> Self::Writer {
         self.clone()
     }
+}
+
+/// The built function as Lambda starts it, under `runtime_api`, its store
+/// at `dynamodb`, accepting `DEV_TOKEN`. Nothing but this environment.
+pub(crate) fn function(runtime_api: &str, dynamodb: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_plant-store"));
+    command.env_clear().envs([
+        ("AWS_LAMBDA_RUNTIME_API", runtime_api),
+        ("AWS_LAMBDA_FUNCTION_NAME", "plants"),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "1"),
+        ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/plants"),
+        ("AWS_LAMBDA_LOG_STREAM_NAME", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "local"),
+        ("AWS_SECRET_ACCESS_KEY", "local"),
+        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb),
+        ("TABLE_NAME", "plants"),
+        ("PLANTS_TOKEN_SHA256", &StaticTokens::digest_hex(DEV_TOKEN)),
+        ("PLANTS_PREWARM", "0"),
+    ]);
+    command
 }

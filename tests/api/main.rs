@@ -6,7 +6,6 @@ mod create;
 mod events;
 mod fault_proxy;
 mod faults;
-mod front_doors;
 mod fuzz_corpus;
 /// The fuzz targets' bodies (`fuzz/` is a crate of its own), for the corpus
 /// replay, and their in-process reading of a response, for the harness.
@@ -18,6 +17,8 @@ mod prewarm;
 mod properties;
 mod resilience;
 mod runtime_api;
+/// The host's stand-in Runtime API, shared with its own tests.
+#[path = "../../crates/lambda-host/tests/host/runtime_fake.rs"]
 mod runtime_fake;
 mod startup;
 mod telemetry;

@@ -9,15 +9,14 @@
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use lambda_http::{Body, Request, Response};
-use lambda_host::{Concurrency, Handler, Lambda, handler_fn};
 use serde_json::{Value, json};
 
+use crate::helpers::function;
 use crate::helpers::{Event, client_for, create_table, dynamodb_local_endpoint, unique_name};
-use crate::runtime_api::{function_config, http_event};
-use crate::runtime_fake::{FakeRuntimeApi, Fault, Invocation, Posted, function};
+use crate::runtime_api::http_event;
+use crate::runtime_fake::{FakeRuntimeApi, Fault, Invocation, Posted, answer_for, ms_since_epoch};
 
 /// The built function under `api`, `workers` at once, with JSON logs.
 fn start(api: &FakeRuntimeApi, dynamodb: &str, table: &str, workers: usize) -> Child {
@@ -65,21 +64,6 @@ fn answers(api: &FakeRuntimeApi, count: usize) -> Vec<Posted> {
     (0..count).map(|_| api.next_post()).collect()
 }
 
-fn answer_for<'a>(answers: &'a [Posted], invocation: &Invocation) -> &'a Posted {
-    let found: Vec<_> = answers
-        .iter()
-        .filter(|posted| posted.request_id() == invocation.id)
-        .collect();
-    assert_eq!(found.len(), 1, "one answer for {}: {answers:?}", invocation.id);
-    assert_eq!(
-        found[0].header("lambda-runtime-invocation-id"),
-        invocation.invocation_id.as_deref(),
-        "{} answered under its own invocation id",
-        invocation.id
-    );
-    found[0]
-}
-
 /// The `Error` body of a front door response.
 fn error_body(posted: &Posted) -> Value {
     serde_json::from_str(posted.body["body"].as_str().expect("a body")).expect("a JSON body")
@@ -108,10 +92,6 @@ impl HangingStore {
         });
         Self { url, _held: held }
     }
-}
-
-fn ms_since_epoch(time: SystemTime) -> u64 {
-    u64::try_from(time.duration_since(UNIX_EPOCH).expect("after 1970").as_millis()).expect("fits")
 }
 
 fn a_store_that_hangs_past_the_deadline_gets_a_503_before_it_and_frees_every_worker(workers: usize) {
@@ -467,84 +447,5 @@ fn the_tenant_id_is_on_every_log_record_of_its_invocation_and_no_other() {
     for line in of(&other.id) {
         assert_eq!(line.get("tenant_id"), None, "{line}");
         assert_eq!(line["span"].get("tenant_id"), None, "{line}");
-    }
-}
-
-#[tokio::test]
-async fn a_handler_that_never_answers_is_failed_before_the_deadline_and_the_next_invocation_served() {
-    let stuck = Invocation::new("stuck", http_event("stuck")).due_in(Duration::from_millis(400));
-    let next = Invocation::new("after-stuck", http_event("fine"));
-    let api = FakeRuntimeApi::start(vec![stuck.clone(), next.clone()]);
-
-    let ended = Lambda::new(api.uri(), function_config())
-        .serve(handler_fn(|request: Request| async move {
-            if request.body().as_ref() == b"stuck" {
-                std::future::pending::<()>().await;
-            }
-            Response::new(Body::from("fine"))
-        }))
-        .await;
-
-    assert_eq!(
-        ended.expect_err("the stand-in ends the loop").to_string(),
-        "the Runtime API answered 403 Forbidden to next"
-    );
-    let answered: Vec<Posted> = api.posted.try_iter().collect();
-    let failed = answer_for(&answered, &stuck);
-    assert!(failed.path.ends_with("/error"), "{}", failed.path);
-    assert_eq!(
-        failed.body,
-        json!({ "errorType": "Runtime.DeadlineExceeded", "errorMessage": "the handler had not answered shortly before the invocation's deadline" })
-    );
-    assert!(ms_since_epoch(failed.received) < stuck.deadline_ms.expect("a deadline"));
-    assert_eq!(answer_for(&answered, &next).body["statusCode"], 200);
-}
-
-#[tokio::test]
-async fn with_one_worker_the_work_behind_an_answer_ends_before_the_next_next_and_with_eight_it_is_not_awaited()
- {
-    for workers in [1, 8] {
-        let sent: Vec<Invocation> = (0..3)
-            .map(|n| Invocation::new(&format!("settle-{workers}-{n}"), http_event("fine")))
-            .collect();
-        let api = FakeRuntimeApi::start(sent);
-        let handler = Settling {
-            api: Arc::new(Mutex::new(api)),
-            seen: Arc::default(),
-        };
-        let (api, seen) = (handler.api.clone(), handler.seen.clone());
-        let uri = api.lock().expect("api").uri();
-
-        let _ = Lambda::new(uri, function_config())
-            .with_concurrency(Concurrency::parse(&workers.to_string()).expect("a concurrency"))
-            .serve(handler)
-            .await;
-
-        let seen = seen.lock().expect("seen").clone();
-        if workers == 1 {
-            // After each answer (one each time), before the next `next`.
-            assert_eq!(seen, [(1, 1), (1, 2), (1, 3)]);
-        } else {
-            assert_eq!(seen, []);
-        }
-    }
-}
-
-/// Answers every request, and at each `settled` notes how many answers and
-/// `next` calls the stand-in has seen.
-struct Settling {
-    api: Arc<Mutex<FakeRuntimeApi>>,
-    seen: Arc<Mutex<Vec<(usize, usize)>>>,
-}
-
-impl Handler for Settling {
-    async fn call(&self, _request: Request) -> Response<Body> {
-        Response::new(Body::from("fine"))
-    }
-
-    async fn settled(&self) {
-        let api = self.api.lock().expect("api");
-        let answered = api.posted.try_iter().count();
-        self.seen.lock().expect("seen").push((answered, api.nexts().len()));
     }
 }

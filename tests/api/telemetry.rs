@@ -18,11 +18,12 @@ use plant_store::store::{Created, DynamoStore, MemoryStore, PlantStore, StoreErr
 use plant_store::telemetry::{MetricsSink, Telemetry, TelemetrySettings};
 use serde_json::{Value, json};
 
+use crate::helpers::function;
 use crate::helpers::{
     Captured, DEV_TOKEN, Event, client_for, create_table, dynamodb_local_endpoint, unique_name,
 };
 use crate::jwt::verifier_and_token_without_scope;
-use crate::runtime_fake::{FUNCTION_ARN, TRACE_HEADER, function, runtime_api};
+use crate::runtime_fake::{FUNCTION_ARN, TRACE_HEADER, runtime_api};
 
 /// The root of `TRACE_HEADER`: the id X-Ray shows, and Powertools logs.
 const TRACE_ID: &str = "1-5759e988-bd862e3fe1be46a994272793";

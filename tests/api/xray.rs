@@ -13,15 +13,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use lambda_host::trace::{self, AwsSubsegments, TraceHeader, Tracer};
 use plant_store::plant::NewPlant;
 use plant_store::store::{DynamoStore, PlantStore, with_budgets};
-use lambda_host::trace::{self, AwsSubsegments, TraceHeader, Tracer};
 use serde_json::{Value, json};
 
 use crate::fault_proxy::{Fault, FaultProxy};
+use crate::helpers::function;
 use crate::helpers::{client_for, create_table, dynamodb_local_endpoint, unique_name};
 use crate::runtime_api::{http_event, run_to_the_end};
-use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted, function};
+use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted};
 
 /// A UDP listener standing in for the X-Ray daemon: a thread receives every
 /// datagram as it comes (a few hundred would overflow the socket's buffer

@@ -38,7 +38,9 @@ where
     let concurrency = Concurrency::from_env();
     let vcpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let runtime = match concurrency {
-        Ok(concurrency) if concurrency.is_concurrent() && vcpus > 1 => tokio::runtime::Builder::new_multi_thread(),
+        Ok(concurrency) if concurrency.is_concurrent() && vcpus > 1 => {
+            tokio::runtime::Builder::new_multi_thread()
+        }
         _ => tokio::runtime::Builder::new_current_thread(),
     }
     .enable_all()

@@ -6,7 +6,8 @@
 use std::process::Output;
 
 use super::*;
-use crate::runtime_fake::{FakeRuntimeApi, function};
+use crate::helpers::function;
+use crate::runtime_fake::FakeRuntimeApi;
 
 #[tokio::test]
 async fn the_keys_fetched_during_init_spare_the_first_request_the_wait() {

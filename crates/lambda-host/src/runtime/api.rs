@@ -106,7 +106,8 @@ impl RuntimeApi {
     ) -> Result<(), Error> {
         let path = format!("{API_PREFIX}/invocation/{request_id}/error");
         let body = diagnostic_json(diagnostic);
-        self.post(path, Some(&diagnostic.error_type), invocation_id, body).await
+        self.post(path, Some(&diagnostic.error_type), invocation_id, body)
+            .await
     }
 
     /// Posts an answer (or an error report). A transport failure or a 5xx

@@ -104,8 +104,10 @@ impl Lambda {
         }
         let mut workers = JoinSet::new();
         for _ in 0..concurrency.get() {
-            let (api, function, handler, stopped) = (api.clone(), function.clone(), handler.clone(), stopped.clone());
-            workers.spawn(async move { worker::serve(&api, &function, handler.as_ref(), false, stopped).await });
+            let (api, function, handler, stopped) =
+                (api.clone(), function.clone(), handler.clone(), stopped.clone());
+            workers
+                .spawn(async move { worker::serve(&api, &function, handler.as_ref(), false, stopped).await });
         }
         tracing::debug!(workers = concurrency.get(), "serving invocations concurrently");
         let mut first = None;

@@ -86,7 +86,11 @@ pub(super) async fn serve<H: Handler>(
             });
         let invocation_id = headers.get(INVOCATION_ID);
         match answer {
-            Ok(body) => api.answer(request_id, invocation_id, body).instrument(span.clone()).await?,
+            Ok(body) => {
+                api.answer(request_id, invocation_id, body)
+                    .instrument(span.clone())
+                    .await?
+            }
             Err(diagnostic) => {
                 api.fail(request_id, invocation_id, &diagnostic)
                     .instrument(span.clone())
@@ -138,12 +142,14 @@ async fn invoke<H: Handler>(
     // Boxed: a handler's future (the AWS SDK's inside it) is large, and
     // polled inline it would make every frame of the loop that large too
     // (docs/performance.md, "Smaller stack frames").
-    let response = deadline::until(cut, Box::pin(handler.call(request))).await.ok_or_else(|| {
-        failed(
-            "Runtime.DeadlineExceeded",
-            "the handler had not answered shortly before the invocation's deadline".to_owned(),
-        )
-    })?;
+    let response = deadline::until(cut, Box::pin(handler.call(request)))
+        .await
+        .ok_or_else(|| {
+            failed(
+                "Runtime.DeadlineExceeded",
+                "the handler had not answered shortly before the invocation's deadline".to_owned(),
+            )
+        })?;
     Ok(envelope::encode(decoded.origin, response).await)
 }
 

@@ -140,7 +140,11 @@ impl Sampled {
     /// The context of `header` if it says `Sampled=1` with a well-formed
     /// `Root` and `Parent`; `None` otherwise, and nothing is sent for it.
     fn parse(header: &str, tracer: &'static Tracer) -> Option<Self> {
-        let Fields { root, parent, sampled } = Fields::of(header);
+        let Fields {
+            root,
+            parent,
+            sampled,
+        } = Fields::of(header);
         if !sampled {
             return None;
         }

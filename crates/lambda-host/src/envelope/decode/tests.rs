@@ -108,8 +108,7 @@ fn a_path_or_query_that_does_not_form_a_url_is_set_aside() {
     assert!(repairs(&decoded).path_ignored, "{:?}", repairs(&decoded));
     assert_eq!(decoded.request.raw_http_path(), "/");
 
-    let decoded =
-        decode(&http_api_event(|event| event["rawQueryString"] = json!("a=b c"))).expect("decoded");
+    let decoded = decode(&http_api_event(|event| event["rawQueryString"] = json!("a=b c"))).expect("decoded");
     assert_eq!(
         repairs(&decoded),
         Repairs {
@@ -127,9 +126,8 @@ fn an_event_from_another_service_is_unsupported_with_lambda_https_sentence() {
     let err = decode(sqs.to_string().as_bytes()).expect_err("not an HTTP event");
 
     assert!(
-        err.to_string().starts_with(
-            "unsupported event: this function expects a JSON payload from Amazon API Gateway"
-        ),
+        err.to_string()
+            .starts_with("unsupported event: this function expects a JSON payload from Amazon API Gateway"),
         "{err}"
     );
 }
@@ -173,12 +171,7 @@ fn every_event_that_panics_lambda_https_conversion_is_decoded_with_what_was_set_
     let context = r#""requestContext": {"domainName": "api.example.com", "http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /plants", "stage": "$default", "timeEpoch": 0}"#;
     let no_domain = r#""requestContext": {"http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /plants", "stage": "$default", "timeEpoch": 0}"#;
     let odd_domain = r#""requestContext": {"domainName": "exa mple.com", "http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /plants", "stage": "$default", "timeEpoch": 0}"#;
-    let http_api = |raw_path: &str,
-                    query: &str,
-                    headers: &str,
-                    context: &str,
-                    body: &str,
-                    base64: bool| {
+    let http_api = |raw_path: &str, query: &str, headers: &str, context: &str, body: &str, base64: bool| {
         format!(
             r#"{{"version": "2.0", "routeKey": "POST /plants", "rawPath": "{raw_path}", "rawQueryString": "{query}", "headers": {{{headers}}}, {context}, "body": "{body}", "isBase64Encoded": {base64}}}"#
         )

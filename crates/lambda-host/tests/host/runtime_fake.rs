@@ -6,20 +6,20 @@
 //! can hold every `next` back until a given number are parked, which shows
 //! that the function polls that many at once. It can also fail calls on
 //! purpose (a status, or a connection dropped), once each, in order.
+//!
+//! Shared by the host's tests and the function's black-box tests
+//! (`tests/api/`, through `#[path]`); each uses part of it.
+#![allow(dead_code)]
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lambda_http::http::Uri;
-use plant_store::auth::StaticTokens;
 use serde_json::Value;
-
-use crate::helpers::DEV_TOKEN;
 
 /// The ARN the stand-in gives as the invoked function's.
 pub(crate) const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:plants";
@@ -483,24 +483,40 @@ pub(crate) fn runtime_api(events: Vec<(String, String)>) -> (String, Receiver<Po
     (api.address, api.posted)
 }
 
-/// The built function as Lambda starts it, under `runtime_api`, its store
-/// at `dynamodb`, accepting `DEV_TOKEN`. Nothing but this environment.
-pub(crate) fn function(runtime_api: &str, dynamodb: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_plant-store"));
-    command.env_clear().envs([
-        ("AWS_LAMBDA_RUNTIME_API", runtime_api),
-        ("AWS_LAMBDA_FUNCTION_NAME", "plants"),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
-        ("AWS_LAMBDA_FUNCTION_VERSION", "1"),
-        ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/plants"),
-        ("AWS_LAMBDA_LOG_STREAM_NAME", "test"),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "local"),
-        ("AWS_SECRET_ACCESS_KEY", "local"),
-        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb),
-        ("TABLE_NAME", "plants"),
-        ("PLANTS_TOKEN_SHA256", &StaticTokens::digest_hex(DEV_TOKEN)),
-        ("PLANTS_PREWARM", "0"),
-    ]);
-    command
+/// The one answer posted for `invocation`, under its own invocation id.
+pub(crate) fn answer_for<'a>(answers: &'a [Posted], invocation: &Invocation) -> &'a Posted {
+    let found: Vec<_> = answers
+        .iter()
+        .filter(|posted| posted.request_id() == invocation.id)
+        .collect();
+    assert_eq!(found.len(), 1, "one answer for {}: {answers:?}", invocation.id);
+    assert_eq!(
+        found[0].header("lambda-runtime-invocation-id"),
+        invocation.invocation_id.as_deref(),
+        "{} answered under its own invocation id",
+        invocation.id
+    );
+    found[0]
+}
+
+/// Milliseconds since the Unix epoch, as Lambda's deadlines count.
+pub(crate) fn ms_since_epoch(time: SystemTime) -> u64 {
+    u64::try_from(time.duration_since(UNIX_EPOCH).expect("after 1970").as_millis()).expect("fits")
+}
+
+pub(crate) fn invocations(count: usize, event: impl Fn(usize) -> Value) -> Vec<Invocation> {
+    (1..=count)
+        .map(|n| Invocation::new(&format!("req-{n:03}"), event(n)))
+        .collect()
+}
+
+/// The answers by request id; each request id answered once.
+pub(crate) fn by_request_id(posted: Vec<Posted>) -> HashMap<String, Posted> {
+    let count = posted.len();
+    let answers: HashMap<String, Posted> = posted
+        .into_iter()
+        .map(|post| (post.request_id().to_owned(), post))
+        .collect();
+    assert_eq!(answers.len(), count, "an invocation was answered twice");
+    answers
 }

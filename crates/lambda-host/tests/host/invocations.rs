@@ -1,0 +1,431 @@
+//! The invocation loop under the stand-in Runtime API (`runtime_fake.rs`),
+//! in this process, with handlers that record what they were given: one
+//! invocation at a time as on classic Lambda, and several at once as on
+//! Lambda Managed Instances.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lambda_host::{Concurrency, Handler, Lambda, handler_fn};
+use lambda_http::lambda_runtime::Config as FunctionConfig;
+use lambda_http::{Body, Context, Request, RequestExt, Response};
+use serde_json::{Value, json};
+
+use crate::runtime_fake::{
+    FUNCTION_ARN, FakeRuntimeApi, Invocation, Posted, answer_for, by_request_id, invocations, ms_since_epoch,
+};
+
+/// What a handler was given: its context, its body, and the trace header its
+/// SDK requests would carry.
+type Seen = (Context, String, Option<String>);
+
+/// Runs the loop one invocation at a time under `api` until it ends.
+async fn serve<H, F>(api: &FakeRuntimeApi, handler: H) -> Result<(), lambda_http::Error>
+where
+    H: Fn(Request) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    Lambda::new(api.uri(), function_config())
+        .serve(handler_fn(handler))
+        .await
+}
+
+pub(crate) async fn ok(_request: Request) -> Response<Body> {
+    Response::new(Body::from("ok"))
+}
+
+fn function_config() -> FunctionConfig {
+    FunctionConfig {
+        function_name: "plants".to_owned(),
+        memory: 128,
+        version: "7".to_owned(),
+        ..FunctionConfig::default()
+    }
+}
+
+fn http_event(body: &str) -> Value {
+    let mut event: Value = serde_json::from_str(&crate::data("http-api.json")).expect("JSON");
+    event["body"] = json!(body);
+    event
+}
+
+#[tokio::test]
+async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answer() {
+    let first = Invocation::new("req-1", http_event("one"));
+    let second = Invocation::new("req-2", http_event("two"));
+    let api = FakeRuntimeApi::start(vec![first.clone(), second.clone()]);
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let trace_env_before = std::env::var_os("_X_AMZN_TRACE_ID");
+
+    let recorder = seen.clone();
+    let ended = serve(&api, move |request: Request| {
+        let body = String::from_utf8_lossy(request.body().as_ref()).into_owned();
+        recorder.lock().expect("seen").push((
+            request.lambda_context(),
+            body.clone(),
+            lambda_host::trace::current(),
+        ));
+        async move {
+            Response::builder()
+                .status(201)
+                .header("content-type", "text/plain")
+                .body(Body::from(format!("got {body}")))
+                .expect("a response")
+        }
+    })
+    .await;
+
+    let err = ended.expect_err("the loop ends when next fails for good");
+    assert_eq!(err.to_string(), "the Runtime API answered 403 Forbidden to next");
+    let seen = seen.lock().expect("seen");
+    assert_eq!(seen.len(), 2);
+    for ((context, body, trace_header), (invocation, text)) in
+        seen.iter().zip([(&first, "one"), (&second, "two")])
+    {
+        // What the handler's DynamoDB requests would carry (src/trace/).
+        assert_eq!(trace_header.as_deref(), Some(invocation.trace_id.as_str()));
+        assert_eq!(context.request_id, invocation.id);
+        assert_eq!(context.deadline, 4_102_444_800_000);
+        assert_eq!(context.invoked_function_arn, FUNCTION_ARN);
+        assert_eq!(
+            context.xray_trace_id.as_deref(),
+            Some(invocation.trace_id.as_str())
+        );
+        assert_eq!(context.env_config.function_name, "plants");
+        assert_eq!(context.env_config.memory, 128);
+        assert_eq!(body, text);
+    }
+    for (invocation, text) in [(&first, "one"), (&second, "two")] {
+        let posted = api.next_post();
+        assert_eq!(
+            posted.path,
+            format!("/2018-06-01/runtime/invocation/{}/response", invocation.id)
+        );
+        assert_eq!(
+            posted.header("lambda-runtime-invocation-id"),
+            invocation.invocation_id.as_deref(),
+            "the answer echoes its invocation's id"
+        );
+        assert_eq!(posted.body["statusCode"], 201, "{:?}", posted.body);
+        assert_eq!(posted.body["body"], format!("got {text}"), "{:?}", posted.body);
+        assert_eq!(
+            posted.body["headers"]["content-type"], "text/plain",
+            "{:?}",
+            posted.body
+        );
+    }
+    // The point of owning the loop: nothing is written to the environment.
+    assert_eq!(std::env::var_os("_X_AMZN_TRACE_ID"), trace_env_before);
+}
+
+#[tokio::test]
+async fn a_panicking_handler_fails_only_its_own_invocation() {
+    let panics = Invocation::new("req-panics", http_event("panic"));
+    let api = FakeRuntimeApi::start(vec![
+        panics.clone(),
+        Invocation::new("req-fine", http_event("fine")),
+    ]);
+
+    let _ = serve(&api, |request: Request| async move {
+        if request.body().as_ref() == b"panic" {
+            panic!("a bug");
+        }
+        Response::new(Body::from("ok"))
+    })
+    .await;
+
+    let failed = api.next_post();
+    assert_eq!(failed.path, "/2018-06-01/runtime/invocation/req-panics/error");
+    assert_eq!(
+        failed.body,
+        json!({ "errorType": "Runtime.HandlerPanicked", "errorMessage": "the invocation panicked: a bug" })
+    );
+    assert_eq!(
+        failed
+            .headers
+            .get("lambda-runtime-function-error-type")
+            .map(String::as_str),
+        Some("Runtime.HandlerPanicked")
+    );
+    assert_eq!(
+        failed.header("lambda-runtime-invocation-id"),
+        panics.invocation_id.as_deref()
+    );
+    let fine = api.next_post();
+    assert_eq!(fine.path, "/2018-06-01/runtime/invocation/req-fine/response");
+    assert_eq!(fine.body["statusCode"], 200);
+}
+
+#[tokio::test]
+async fn an_invocation_without_a_deadline_is_reported_and_the_next_one_served() {
+    let api = FakeRuntimeApi::start(vec![
+        Invocation::new("req-no-deadline", http_event("x")).without_deadline(),
+        Invocation::new("req-ok", http_event("y")),
+    ]);
+
+    let _ = serve(&api, ok).await;
+
+    let failed = api.next_post();
+    assert_eq!(
+        failed.path,
+        "/2018-06-01/runtime/invocation/req-no-deadline/error"
+    );
+    assert_eq!(
+        failed.body,
+        json!({ "errorType": "Runtime.InvalidInvocation", "errorMessage": "the Runtime API sent no valid deadline" })
+    );
+    assert_eq!(
+        api.next_post().path,
+        "/2018-06-01/runtime/invocation/req-ok/response"
+    );
+}
+
+#[tokio::test]
+async fn the_invocation_id_is_echoed_exactly_on_its_own_answer_and_nowhere_else() {
+    let mut odd = Invocation::new("req-odd-id", http_event("a"));
+    odd.invocation_id = Some("9f2c-Odd.Case_id~with+chars=/x".to_owned());
+    let without = Invocation::new("req-without-id", http_event("b")).without_invocation_id();
+    let fails = Invocation::new("req-fails", http_event("c")).without_deadline();
+    let api = FakeRuntimeApi::start(vec![odd.clone(), without.clone(), fails.clone()]);
+
+    let _ = serve(&api, ok).await;
+
+    for invocation in [&odd, &without, &fails] {
+        let posted = api.next_post();
+        assert_eq!(posted.request_id(), invocation.id);
+        assert_eq!(
+            posted.header("lambda-runtime-invocation-id"),
+            invocation.invocation_id.as_deref(),
+            "{}",
+            posted.path
+        );
+    }
+    let nexts = api.nexts();
+    assert_eq!(
+        nexts.len(),
+        4,
+        "three invocations, then the 403 that ends the loop"
+    );
+    assert!(
+        nexts
+            .iter()
+            .all(|headers| !headers.contains_key("lambda-runtime-invocation-id")),
+        "{nexts:?}"
+    );
+    assert_eq!(api.max_parked(), 1, "one invocation at a time");
+}
+
+#[tokio::test]
+async fn an_init_error_is_posted_with_its_type() {
+    let api = FakeRuntimeApi::start(Vec::new());
+
+    Lambda::new(api.uri(), function_config())
+        .init_error("refusing to start: TABLE_NAME is not set")
+        .await
+        .expect("posted");
+
+    let posted = api.next_post();
+    assert_eq!(posted.path, "/2018-06-01/runtime/init/error");
+    assert_eq!(posted.header("lambda-runtime-invocation-id"), None);
+    assert_eq!(
+        posted
+            .headers
+            .get("lambda-runtime-function-error-type")
+            .map(String::as_str),
+        Some("Runtime.InitError")
+    );
+    assert_eq!(
+        posted.body,
+        json!({ "errorType": "Runtime.InitError", "errorMessage": "refusing to start: TABLE_NAME is not set" })
+    );
+}
+
+async fn serve_concurrently<H, F>(
+    api: &FakeRuntimeApi,
+    workers: u32,
+    handler: H,
+) -> Result<(), lambda_http::Error>
+where
+    H: Fn(Request) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    let concurrency = Concurrency::parse(&workers.to_string()).expect("a positive integer");
+    Lambda::new(api.uri(), function_config())
+        .with_concurrency(concurrency)
+        .serve(handler_fn(handler))
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_workers_park_eight_nexts_and_answer_each_invocation_under_its_own_ids() {
+    let sent = invocations(40, |n| http_event(&n.to_string()));
+    let api = FakeRuntimeApi::holding(sent.clone(), 8);
+
+    let ended = serve_concurrently(&api, 8, |request: Request| async move {
+        let n: u64 = String::from_utf8_lossy(request.body().as_ref())
+            .parse()
+            .expect("a number");
+        // Later invocations finish first now and then, so answers interleave.
+        tokio::time::sleep(Duration::from_millis((n * 7) % 23)).await;
+        let seen = json!({
+            "request_id": request.lambda_context_ref().map(|context| context.request_id.clone()),
+            "trace_header": lambda_host::trace::current(),
+            "body": n,
+        });
+        Response::new(Body::from(seen.to_string()))
+    })
+    .await;
+
+    assert_eq!(
+        ended
+            .expect_err("every worker stops once next fails for good")
+            .to_string(),
+        "the Runtime API answered 403 Forbidden to next"
+    );
+    assert_eq!(api.max_parked(), 8, "eight next calls parked at once");
+    // Every invocation, then the 403 that stops every worker: at most one
+    // more `next` per worker (a worker stopped while it waited sends none).
+    assert!(
+        (40 + 1..=40 + 8).contains(&api.nexts().len()),
+        "{}",
+        api.nexts().len()
+    );
+    let answers = by_request_id(api.posted.try_iter().collect());
+    assert_eq!(answers.len(), 40);
+    for (n, invocation) in sent.iter().enumerate() {
+        let posted = &answers[&invocation.id];
+        assert!(posted.path.ends_with("/response"), "{}", posted.path);
+        assert_eq!(
+            posted.header("lambda-runtime-invocation-id"),
+            invocation.invocation_id.as_deref()
+        );
+        let seen: Value = serde_json::from_str(posted.body["body"].as_str().expect("a body")).expect("JSON");
+        assert_eq!(
+            seen,
+            json!({ "request_id": invocation.id, "trace_header": invocation.trace_id, "body": n + 1 })
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_fails_only_its_own_invocation_and_every_worker_serves_on() {
+    let sent = invocations(16, |n| http_event(if n % 4 == 0 { "panic" } else { "fine" }));
+    let api = FakeRuntimeApi::holding(sent.clone(), 4);
+
+    let _ = serve_concurrently(&api, 4, |request: Request| async move {
+        tokio::task::yield_now().await;
+        if request.body().as_ref() == b"panic" {
+            panic!("a bug");
+        }
+        Response::new(Body::from("ok"))
+    })
+    .await;
+
+    // Every invocation, then the 403 that stops every worker: a panic
+    // ended no worker (the answers below are all there).
+    assert!(
+        (16 + 1..=16 + 4).contains(&api.nexts().len()),
+        "{}",
+        api.nexts().len()
+    );
+    let answers = by_request_id(api.posted.try_iter().collect());
+    for (n, invocation) in sent.iter().enumerate() {
+        let posted = &answers[&invocation.id];
+        if (n + 1) % 4 == 0 {
+            assert!(posted.path.ends_with("/error"), "{}", posted.path);
+            assert_eq!(
+                posted.body,
+                json!({ "errorType": "Runtime.HandlerPanicked", "errorMessage": "the invocation panicked: a bug" })
+            );
+        } else {
+            assert!(posted.path.ends_with("/response"), "{}", posted.path);
+            assert_eq!(posted.body["statusCode"], 200);
+        }
+        assert_eq!(
+            posted.header("lambda-runtime-invocation-id"),
+            invocation.invocation_id.as_deref()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_handler_that_never_answers_is_failed_before_the_deadline_and_the_next_invocation_served() {
+    let stuck = Invocation::new("stuck", http_event("stuck")).due_in(Duration::from_millis(400));
+    let next = Invocation::new("after-stuck", http_event("fine"));
+    let api = FakeRuntimeApi::start(vec![stuck.clone(), next.clone()]);
+
+    let ended = Lambda::new(api.uri(), function_config())
+        .serve(handler_fn(|request: Request| async move {
+            if request.body().as_ref() == b"stuck" {
+                std::future::pending::<()>().await;
+            }
+            Response::new(Body::from("fine"))
+        }))
+        .await;
+
+    assert_eq!(
+        ended.expect_err("the stand-in ends the loop").to_string(),
+        "the Runtime API answered 403 Forbidden to next"
+    );
+    let answered: Vec<Posted> = api.posted.try_iter().collect();
+    let failed = answer_for(&answered, &stuck);
+    assert!(failed.path.ends_with("/error"), "{}", failed.path);
+    assert_eq!(
+        failed.body,
+        json!({ "errorType": "Runtime.DeadlineExceeded", "errorMessage": "the handler had not answered shortly before the invocation's deadline" })
+    );
+    assert!(ms_since_epoch(failed.received) < stuck.deadline_ms.expect("a deadline"));
+    assert_eq!(answer_for(&answered, &next).body["statusCode"], 200);
+}
+
+#[tokio::test]
+async fn with_one_worker_the_work_behind_an_answer_ends_before_the_next_next_and_with_eight_it_is_not_awaited()
+ {
+    for workers in [1, 8] {
+        let sent: Vec<Invocation> = (0..3)
+            .map(|n| Invocation::new(&format!("settle-{workers}-{n}"), http_event("fine")))
+            .collect();
+        let api = FakeRuntimeApi::start(sent);
+        let handler = Settling {
+            api: Arc::new(Mutex::new(api)),
+            seen: Arc::default(),
+        };
+        let (api, seen) = (handler.api.clone(), handler.seen.clone());
+        let uri = api.lock().expect("api").uri();
+
+        let _ = Lambda::new(uri, function_config())
+            .with_concurrency(Concurrency::parse(&workers.to_string()).expect("a concurrency"))
+            .serve(handler)
+            .await;
+
+        let seen = seen.lock().expect("seen").clone();
+        if workers == 1 {
+            // After each answer (one each time), before the next `next`.
+            assert_eq!(seen, [(1, 1), (1, 2), (1, 3)]);
+        } else {
+            assert_eq!(seen, []);
+        }
+    }
+}
+
+/// Answers every request, and at each `settled` notes how many answers and
+/// `next` calls the stand-in has seen.
+struct Settling {
+    api: Arc<Mutex<FakeRuntimeApi>>,
+    seen: Arc<Mutex<Vec<(usize, usize)>>>,
+}
+
+impl Handler for Settling {
+    async fn call(&self, _request: Request) -> Response<Body> {
+        Response::new(Body::from("fine"))
+    }
+
+    async fn settled(&self) {
+        let api = self.api.lock().expect("api");
+        let answered = api.posted.try_iter().count();
+        self.seen
+            .lock()
+            .expect("seen")
+            .push((answered, api.nexts().len()));
+    }
+}

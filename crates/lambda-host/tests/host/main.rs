@@ -1,0 +1,14 @@
+//! The host's own tests, on its public API only: the front doors' events
+//! both ways, and the invocation loop under a stand-in Runtime API.
+
+mod front_doors;
+mod invocations;
+mod runtime_fake;
+
+/// A sample event from `tests/data/`.
+fn data(file: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
