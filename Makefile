@@ -195,7 +195,7 @@ requirements: ## Regenerate requirements/*.txt (pins and hashes) from requiremen
 	 done
 
 # ---- develop -------------------------------------------------------------
-.PHONY: run invoke build deploy delete test unit check-deploy sam-check contract load load-short bench bench-floor bench-smoke bench-tiny soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
+.PHONY: run invoke build deploy delete test unit doc check-deploy sam-check contract load load-short bench bench-floor bench-smoke bench-tiny soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
 run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
@@ -228,7 +228,8 @@ test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deploym
 	@$(MAKE) lint-ci
 	@$(MAKE) lint-py
 	cargo fmt --check
-	cargo clippy --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings
+	@$(MAKE) doc
 	@$(MAKE) check-deploy
 	@$(MAKE) sam-check
 	@$(MAKE) contract
@@ -238,9 +239,9 @@ test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deploym
 	@$(MAKE) soak-short
 	@$(MAKE) unit
 
-unit: check-cargo tools-test ## cargo test --all-targets (unit, DynamoDB Local integration, properties, corpus); one summary line at the end
+unit: check-cargo tools-test ## cargo test --workspace --all-targets (unit, DynamoDB Local integration, properties, corpus); one summary line at the end
 	@jar=$$($(FIND_DDB_JAR)); log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
-	 status=0; DYNAMODB_LOCAL_DIR="$$(dirname "$$jar")" cargo test --all-targets 2>&1 | tee "$$log" || status=$$?; \
+	 status=0; DYNAMODB_LOCAL_DIR="$$(dirname "$$jar")" cargo test --workspace --all-targets 2>&1 | tee "$$log" || status=$$?; \
 	 awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($$i ~ /^(passed|failed|ignored);?$$/) n[$$i] += $$(i - 1); b++ } \
 	      END { printf "cargo test summary: %d passed; %d failed; %d ignored; in %d test binaries\n", n["passed;"], n["failed;"], n["ignored;"], b }' "$$log"; \
 	 exit $$status
@@ -356,7 +357,7 @@ audit: check-cargo tools-audit ## cargo deny, offline: licences, bans (one TLS s
 
 lint: check-cargo lint-ci lint-py ## lint-ci and lint-py, then cargo fmt --check and cargo clippy (warnings are errors)
 	cargo fmt --check
-	cargo clippy --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings
 
 # Offline: zizmor's audits need no GitHub API with --offline, and
 # check-jsonschema's GitHub schemas are vendored in its wheel.
@@ -369,6 +370,12 @@ lint-ci: $(STAMP_LINT) ## Offline checks of .github/ (zizmor; GitHub's schemas) 
 lint-py: $(STAMP_VENV) ## ruff check and ruff format --check over the Python tooling
 	"$(VENV)/bin/ruff" check $(RUFF_PATHS)
 	"$(VENV)/bin/ruff" format --check $(RUFF_PATHS)
+
+# The host's documentation, warnings as errors, and its crate-level example
+# compiled as a doctest (cargo test --all-targets runs no doctests).
+doc: check-cargo ## The lambda-host crate's docs (cargo doc, warnings are errors) and its doctests
+	RUSTDOCFLAGS="-D warnings" cargo doc -p lambda-host --no-deps
+	cargo test -p lambda-host --doc
 
 fmt: check-cargo ## Format the code (cargo fmt)
 	cargo fmt

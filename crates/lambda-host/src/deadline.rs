@@ -10,7 +10,7 @@
 //! is done. So the function ends every invocation itself, before its
 //! deadline, on both: the handler stops waiting for DynamoDB or the issuer
 //! at [`ANSWER_MARGIN`] before it and answers 503 (`error` 50302); the loop
-//! stops waiting for the handler at [`BACKSTOP_MARGIN`] before it.
+//! stops waiting for the handler a little later, shortly before it.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

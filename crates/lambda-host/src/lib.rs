@@ -24,6 +24,8 @@
 #![doc = include_str!("../examples/hello.rs")]
 //! ```
 
+#![warn(missing_docs)]
+
 mod env;
 mod handler;
 mod json;

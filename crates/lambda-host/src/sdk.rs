@@ -36,14 +36,22 @@ pub enum Trust {
     /// Amazon Trust Services' roots, compiled in.
     AmazonTrustServices,
     /// The certificates of the file `AWS_CA_BUNDLE` names, read at start.
-    Bundle { path: PathBuf, pem: Vec<u8> },
+    Bundle {
+        /// Where the certificates were read from.
+        path: PathBuf,
+        /// The file's contents.
+        pem: Vec<u8>,
+    },
 }
 
 /// Why `AWS_CA_BUNDLE` cannot be used.
 #[derive(Debug)]
 pub enum TrustError {
+    /// The file cannot be read.
     Unreadable(PathBuf, std::io::Error),
+    /// The file holds no PEM certificate.
     NoCertificate(PathBuf),
+    /// A certificate in the file cannot be a trust anchor.
     NotAnAuthority(PathBuf),
 }
 

@@ -59,6 +59,7 @@ pub struct Repairs {
 }
 
 impl Repairs {
+    /// Whether anything was set aside.
     pub fn any(&self) -> bool {
         *self != Self::default()
     }
@@ -134,7 +135,9 @@ pub enum FrontDoor {
 /// A request ready for the handler, and where it came from.
 #[derive(Debug)]
 pub struct Decoded {
+    /// The request, with [`Repairs`] among its extensions.
     pub request: Request,
+    /// The front door, whose shape the answer takes ([`encode`]).
     pub origin: FrontDoor,
 }
 

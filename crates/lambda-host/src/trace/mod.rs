@@ -253,6 +253,7 @@ pub async fn scope_with<F: Future>(
 /// sampled invocation.
 pub struct Carried(Option<Sampled>);
 
+/// The calling task's sampled invocation, for [`carried`].
 pub fn carry() -> Carried {
     Carried(
         CURRENT
@@ -299,8 +300,11 @@ pub fn current() -> Option<String> {
 /// What the handler answered, for its subsegment's annotations.
 #[derive(Debug, Clone, Copy)]
 pub struct Answer {
+    /// The first invocation of this execution environment.
     pub cold_start: bool,
+    /// The HTTP status of the answer.
     pub status: u16,
+    /// The function's own error code, when the answer is an error.
     pub error: Option<u32>,
 }
 

@@ -66,7 +66,9 @@ impl fmt::Debug for Tracer {
 /// Why `AWS_XRAY_DAEMON_ADDRESS` cannot be used.
 #[derive(Debug)]
 pub enum DaemonError {
+    /// Not a `host:port` that resolves.
     Address(String),
+    /// No UDP socket could be opened.
     Socket(io::Error),
 }
 
@@ -118,10 +120,12 @@ impl Tracer {
         })
     }
 
+    /// The service name the documents carry.
     pub fn service(&self) -> &str {
         &self.service
     }
 
+    /// The name of the handler's subsegment.
     pub fn handler_name(&self) -> &str {
         &self.handler_name
     }
