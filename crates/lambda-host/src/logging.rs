@@ -136,7 +136,7 @@ mod tests {
         let output = logged(Some("TRACE"), || {
             tracing::trace!(target: "lambda_runtime::layers::api_response", body = "Bearer s3cret", "raw JSON event");
             tracing::debug!(target: "lambda_runtime::layers::api_response", "kept at debug");
-            tracing::trace!(target: "plant_store", "other trace lines still flow");
+            tracing::trace!(target: "my_function", "other trace lines still flow");
         });
         assert!(!output.contains("s3cret"), "{output}");
         assert!(output.contains("kept at debug"), "{output}");

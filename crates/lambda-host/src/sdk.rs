@@ -271,7 +271,7 @@ mod tests {
     }
 
     fn written(name: &str, contents: &[u8]) -> PathBuf {
-        let path = std::env::temp_dir().join(format!("plant-store-{}-{name}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("lambda-host-{}-{name}", std::process::id()));
         std::fs::write(&path, contents).unwrap();
         path
     }
@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn a_bundle_that_cannot_serve_refuses_to_start_naming_the_variable_and_file() {
-        let missing = std::env::temp_dir().join("plant-store-no-such-bundle.pem");
+        let missing = std::env::temp_dir().join("lambda-host-no-such-bundle.pem");
         let err = Trust::bundle(missing.clone()).unwrap_err().to_string();
         assert!(
             err.starts_with(&format!(
