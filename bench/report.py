@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns raw benchmark samples into the summary (results.json), a Markdown
-table (results.md) and the charts (matplotlib: SVG for the README, PNG to
-look at). As a script, writes results.md and the charts again from a
+table (results.md) and the charts (matplotlib: SVG for docs/performance.md, PNG
+to look at). As a script, writes results.md and the charts again from a
 results.json:
 
     .tools/venv/bin/python bench/report.py bench/results/results.json --out bench/results
@@ -411,7 +411,7 @@ FALLBACK = ["#b7410e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
 def write_charts(summary, out):
-    """The charts as SVG (for the README) and PNG (to look at), with
+    """The charts as SVG (for docs/performance.md) and PNG (to look at), with
     matplotlib; returns the file names written."""
     import matplotlib
 
