@@ -279,7 +279,7 @@ def long_figures(long):
 
 # Builds measured beside `rust` to show what one of its features costs,
 # not compared with the peers themselves: `traced` samples every invocation
-# for X-Ray (src/trace/).
+# for X-Ray (crates/lambda-host/src/trace/).
 VARIANTS = ("traced",)
 # The budget for tracing: warm CPU per sampled create at most 5 %
 # more, cold total CPU at most 0.15 ms more.

@@ -148,7 +148,7 @@ class Subject:
         if transport == "https":
             trust = {
                 # AWS_CA_BUNDLE for builds that trust only the CAs they are
-                # given (src/sdk.rs), SSL_CERT_FILE for earlier builds.
+                # given (crates/lambda-host/src/sdk.rs), SSL_CERT_FILE for earlier builds.
                 "rust": {"AWS_CA_BUNDLE": certs["ca"], "SSL_CERT_FILE": certs["bundle"]},
                 "python": {"AWS_CA_BUNDLE": certs["bundle"]},
                 "node": {"NODE_EXTRA_CA_CERTS": certs["ca"]},
@@ -212,7 +212,7 @@ def subjects_for(args):
             subjects.append(rust_subject("rust", binary))
         if "traced" in args.impl:
             # The same build with every invocation sampled: what X-Ray's
-            # subsegments cost (src/trace/).
+            # subsegments cost (crates/lambda-host/src/trace/).
             subjects.append(rust_subject("traced", binary, ["xray=sampled"]))
     for spec in (args.rust or []) if "rust" in args.impl else []:
         name, sep, rest = spec.partition("=")

@@ -1,15 +1,15 @@
-//! The invocation loop (`src/runtime.rs`) one invocation at a time, as on
-//! classic Lambda, under the stand-in Runtime API (`runtime_fake.rs`): first
-//! the loop itself, in this process, with a handler that records what it was
-//! given; then the built function, envelope by envelope, against DynamoDB
-//! Local. `concurrency.rs` does the same with several at once.
+//! The built function one invocation at a time, as on classic Lambda, under
+//! lambda-host's stand-in Runtime API (`runtime_fake.rs`), envelope by
+//! envelope, against DynamoDB Local. `concurrency.rs` does the same with
+//! several at once; lambda-host's own tests hold the loop itself.
 
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::helpers::function;
-use crate::helpers::{Event, assert_item, client_for, create_table, dynamodb_local_endpoint, unique_name};
+use crate::helpers::{
+    Event, assert_item, client_for, create_table, dynamodb_local_endpoint, function, unique_name,
+};
 use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted};
 
 pub(crate) fn http_event(body: &str) -> Value {

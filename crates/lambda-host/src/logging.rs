@@ -35,7 +35,7 @@ where
 /// `cold_start`, `function_request_id`, …), not nested under `fields`, so
 /// that CloudWatch Logs Insights queries name them directly. A line written
 /// while an invocation is served also carries that invocation's ids under
-/// `span` (the span `runtime.rs` opens), which tells lines apart when
+/// `span` (the span the invocation loop opens), which tells lines apart when
 /// invocations run at once; the list of enclosing spans is left out, as it
 /// would only repeat them.
 pub fn json_subscriber<W>(level: Option<&str>, writer: W) -> impl Subscriber + Send + Sync + 'static

@@ -12,7 +12,7 @@
 //! (docs/upstream/lambda-http-conversion-panics.md). The request made here
 //! is the one `lambda_http::request::from_str` makes of the same event,
 //! wherever that one does not panic, and each front door's answer is the
-//! JSON `lambda_http` wrote: `tests/api/front_doors.rs` holds both.
+//! JSON `lambda_http` wrote: `tests/host/front_doors.rs` holds both.
 //!
 //! Where `lambda_http` would panic, [`decode`] sets the field aside and
 //! records it in [`Repairs`], a request extension that the handler reads (a

@@ -5,7 +5,7 @@
 //! The SDK's recursion-detection interceptor copies `_X_AMZN_TRACE_ID` from
 //! the process environment onto each request as `X-Amzn-Trace-Id`, and
 //! `lambda_runtime`'s sequential loop sets that variable before every
-//! invocation. Our loop never writes the environment (`runtime.rs` says
+//! invocation. Our loop never writes the environment (`runtime/` says
 //! why), and with several invocations in flight at once one variable could
 //! not name them all anyway. Instead the loop runs each handler inside
 //! [`scope`] with its own invocation's trace header, a tokio task-local, and
@@ -560,7 +560,7 @@ mod tests {
         listener
             .set_read_timeout(Some(std::time::Duration::from_millis(500)))
             .unwrap();
-        let tracer = Tracer::new(listener.local_addr().unwrap(), "plants-eu").unwrap();
+        let tracer = Tracer::new(listener.local_addr().unwrap(), "orders-eu").unwrap();
         (Box::leak(Box::new(tracer)), listener)
     }
 
@@ -642,9 +642,9 @@ mod tests {
             document,
             serde_json::json!({
                 "type": "subsegment", "id": null, "trace_id": "1-5759e988-bd862e3fe1be46a994272793",
-                "parent_id": "53995c3f42cd8ad8", "name": "## plants-eu", "start_time": null, "end_time": null,
+                "parent_id": "53995c3f42cd8ad8", "name": "## orders-eu", "start_time": null, "end_time": null,
                 "error": true,
-                "annotations": { "ColdStart": true, "Service": "plants-eu", "Status": 409, "ErrorCode": 40901 },
+                "annotations": { "ColdStart": true, "Service": "orders-eu", "Status": 409, "ErrorCode": 40901 },
             })
         );
     }
@@ -661,7 +661,7 @@ mod tests {
         assert_eq!(documents[0]["cause"]["exceptions"][0]["type"], "NoAnswer");
         assert_eq!(
             documents[0]["annotations"],
-            serde_json::json!({ "Service": "plants-eu" })
+            serde_json::json!({ "Service": "orders-eu" })
         );
     }
 

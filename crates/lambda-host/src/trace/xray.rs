@@ -436,7 +436,7 @@ mod tests {
     #[test]
     fn a_document_is_one_datagram_of_the_daemon_header_and_the_json_with_empty_parts_left_out() {
         let daemon = listener();
-        let tracer = Tracer::new(daemon.local_addr().unwrap(), "plant-store").unwrap();
+        let tracer = Tracer::new(daemon.local_addr().unwrap(), "orders").unwrap();
         let document = Document {
             kind: Kind::Subsegment,
             id: Id(0xabc),
@@ -460,7 +460,7 @@ mod tests {
                 operation: "PutItem",
                 region: Some("eu-west-1"),
                 request_id: Some("R1"),
-                table_name: Some("plants"),
+                table_name: Some("orders"),
                 retries: None,
             }),
             http: Some(Http {
@@ -483,7 +483,7 @@ mod tests {
                     "id": "0000000000000001", "type": "ConditionalCheckFailedException",
                     "message": "The conditional request failed", "remote": true,
                 }] },
-                "aws": { "operation": "PutItem", "region": "eu-west-1", "request_id": "R1", "table_name": "plants" },
+                "aws": { "operation": "PutItem", "region": "eu-west-1", "request_id": "R1", "table_name": "orders" },
                 "http": { "response": { "status": 400 } },
             })
         );

@@ -36,7 +36,7 @@ pub(crate) async fn ok(_request: Request) -> Response<Body> {
 
 fn function_config() -> FunctionConfig {
     FunctionConfig {
-        function_name: "plants".to_owned(),
+        function_name: "orders".to_owned(),
         memory: 128,
         version: "7".to_owned(),
         ..FunctionConfig::default()
@@ -82,7 +82,7 @@ async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answe
     for ((context, body, trace_header), (invocation, text)) in
         seen.iter().zip([(&first, "one"), (&second, "two")])
     {
-        // What the handler's DynamoDB requests would carry (src/trace/).
+        // What the handler's DynamoDB requests would carry (`trace::interceptors`).
         assert_eq!(trace_header.as_deref(), Some(invocation.trace_id.as_str()));
         assert_eq!(context.request_id, invocation.id);
         assert_eq!(context.deadline, 4_102_444_800_000);
@@ -91,7 +91,7 @@ async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answe
             context.xray_trace_id.as_deref(),
             Some(invocation.trace_id.as_str())
         );
-        assert_eq!(context.env_config.function_name, "plants");
+        assert_eq!(context.env_config.function_name, "orders");
         assert_eq!(context.env_config.memory, 128);
         assert_eq!(body, text);
     }

@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 fn http_api_event(change: impl FnOnce(&mut Value)) -> Vec<u8> {
     let mut event = json!({
         "version": "2.0",
-        "routeKey": "POST /plants",
-        "rawPath": "/plants",
+        "routeKey": "POST /items",
+        "rawPath": "/items",
         "rawQueryString": "",
         "headers": {
             "content-type": "application/json",
@@ -14,8 +14,8 @@ fn http_api_event(change: impl FnOnce(&mut Value)) -> Vec<u8> {
         },
         "requestContext": {
             "domainName": "api.example.com",
-            "http": { "method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1" },
-            "routeKey": "POST /plants",
+            "http": { "method": "POST", "path": "/items", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1" },
+            "routeKey": "POST /items",
             "stage": "$default",
             "timeEpoch": 0
         },
@@ -39,10 +39,7 @@ fn an_event_from_a_front_door_is_decoded_with_nothing_set_aside() {
     let decoded = decode(&http_api_event(|_| {})).expect("an HTTP API event");
 
     assert_eq!(repairs(&decoded), Repairs::default());
-    assert_eq!(
-        decoded.request.uri().to_string(),
-        "https://api.example.com/plants"
-    );
+    assert_eq!(decoded.request.uri().to_string(), "https://api.example.com/items");
     assert_eq!(decoded.request.body().as_ref(), br#"{"id":1,"name":"Fern"}"#);
 }
 
@@ -97,7 +94,7 @@ fn a_host_or_scheme_that_does_not_form_a_url_is_ignored_and_the_path_kept() {
             },
             "{host:?} {proto:?}"
         );
-        assert_eq!(decoded.request.raw_http_path(), "/plants", "{host:?} {proto:?}");
+        assert_eq!(decoded.request.raw_http_path(), "/items", "{host:?} {proto:?}");
         assert!(decoded.request.headers().get(HOST).is_none());
     }
 }
@@ -116,7 +113,7 @@ fn a_path_or_query_that_does_not_form_a_url_is_set_aside() {
             ..Repairs::default()
         }
     );
-    assert_eq!(decoded.request.raw_http_path(), "/plants");
+    assert_eq!(decoded.request.raw_http_path(), "/items");
 }
 
 #[test]
@@ -141,7 +138,7 @@ fn an_event_without_a_host_or_domain_name_is_decoded_with_nothing_set_aside() {
     .expect("decoded");
 
     assert_eq!(repairs(&decoded), Repairs::default());
-    assert_eq!(decoded.request.uri().to_string(), "/plants");
+    assert_eq!(decoded.request.uri().to_string(), "/items");
     assert_eq!(
         decoded.request.headers().get(X_FORWARDED_PROTO),
         Some(&HeaderValue::from_static("https"))
@@ -168,51 +165,51 @@ fn every_event_that_panics_lambda_https_conversion_is_decoded_with_what_was_set_
         query_ignored: true,
         ..Repairs::default()
     };
-    let context = r#""requestContext": {"domainName": "api.example.com", "http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /plants", "stage": "$default", "timeEpoch": 0}"#;
-    let no_domain = r#""requestContext": {"http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /plants", "stage": "$default", "timeEpoch": 0}"#;
-    let odd_domain = r#""requestContext": {"domainName": "exa mple.com", "http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /plants", "stage": "$default", "timeEpoch": 0}"#;
+    let context = r#""requestContext": {"domainName": "api.example.com", "http": {"method": "POST", "path": "/items", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /items", "stage": "$default", "timeEpoch": 0}"#;
+    let no_domain = r#""requestContext": {"http": {"method": "POST", "path": "/items", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /items", "stage": "$default", "timeEpoch": 0}"#;
+    let odd_domain = r#""requestContext": {"domainName": "exa mple.com", "http": {"method": "POST", "path": "/items", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /items", "stage": "$default", "timeEpoch": 0}"#;
     let http_api = |raw_path: &str, query: &str, headers: &str, context: &str, body: &str, base64: bool| {
         format!(
-            r#"{{"version": "2.0", "routeKey": "POST /plants", "rawPath": "{raw_path}", "rawQueryString": "{query}", "headers": {{{headers}}}, {context}, "body": "{body}", "isBase64Encoded": {base64}}}"#
+            r#"{{"version": "2.0", "routeKey": "POST /items", "rawPath": "{raw_path}", "rawQueryString": "{query}", "headers": {{{headers}}}, {context}, "body": "{body}", "isBase64Encoded": {base64}}}"#
         )
     };
     let json = r#""content-type": "application/json""#;
     for (case, event, expected, raw_path) in [
         (
             "HTTP API body not base64",
-            http_api("/plants", "", &format!(r#"{json}, "host": "api.example.com""#), context, "not base64!", true),
+            http_api("/items", "", &format!(r#"{json}, "host": "api.example.com""#), context, "not base64!", true),
             body,
-            "/plants",
+            "/items",
         ),
         (
             "REST API body not base64",
-            r#"{"resource": "/plants", "path": "/plants", "httpMethod": "POST", "headers": {"host": "api.example.com"}, "multiValueHeaders": {"host": ["api.example.com"]}, "requestContext": {"stage": "prod", "resourcePath": "/plants", "httpMethod": "POST", "path": "/prod/plants"}, "body": "not base64!", "isBase64Encoded": true}"#.to_owned(),
+            r#"{"resource": "/items", "path": "/items", "httpMethod": "POST", "headers": {"host": "api.example.com"}, "multiValueHeaders": {"host": ["api.example.com"]}, "requestContext": {"stage": "prod", "resourcePath": "/items", "httpMethod": "POST", "path": "/prod/items"}, "body": "not base64!", "isBase64Encoded": true}"#.to_owned(),
             body,
-            "/plants",
+            "/items",
         ),
         (
             "Host with a port out of range",
-            http_api("/plants", "", &format!(r#"{json}, "host": "api.example.com:99999""#), context, "{}", false),
+            http_api("/items", "", &format!(r#"{json}, "host": "api.example.com:99999""#), context, "{}", false),
             host,
-            "/plants",
+            "/items",
         ),
         (
             "domainName with a space and no Host",
-            http_api("/plants", "", json, odd_domain, "{}", false),
+            http_api("/items", "", json, odd_domain, "{}", false),
             host,
-            "/plants",
+            "/items",
         ),
         (
             "ALB Host with a space",
-            r#"{"requestContext": {"elb": {"targetGroupArn": "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/plants/0123456789abcdef"}}, "httpMethod": "POST", "path": "/plants", "headers": {"host": "exa mple.com"}, "body": "", "isBase64Encoded": false}"#.to_owned(),
+            r#"{"requestContext": {"elb": {"targetGroupArn": "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/items/0123456789abcdef"}}, "httpMethod": "POST", "path": "/items", "headers": {"host": "exa mple.com"}, "body": "", "isBase64Encoded": false}"#.to_owned(),
             host,
-            "/plants",
+            "/items",
         ),
         (
             "X-Forwarded-Proto that is not a scheme",
-            http_api("/plants", "", &format!(r#"{json}, "host": "api.example.com", "x-forwarded-proto": "not a scheme""#), context, "{}", false),
+            http_api("/items", "", &format!(r#"{json}, "host": "api.example.com", "x-forwarded-proto": "not a scheme""#), context, "{}", false),
             host,
-            "/plants",
+            "/items",
         ),
         (
             "HTTP API path that is not a path, no host",
@@ -222,15 +219,15 @@ fn every_event_that_panics_lambda_https_conversion_is_decoded_with_what_was_set_
         ),
         (
             "REST API path that is not a path, no stage",
-            r#"{"resource": "/plants", "path": "x:99999", "httpMethod": "POST", "headers": {}, "multiValueHeaders": {}, "requestContext": {"resourcePath": "/plants", "httpMethod": "POST", "path": "/plants"}, "body": null, "isBase64Encoded": false}"#.to_owned(),
+            r#"{"resource": "/items", "path": "x:99999", "httpMethod": "POST", "headers": {}, "multiValueHeaders": {}, "requestContext": {"resourcePath": "/items", "httpMethod": "POST", "path": "/items"}, "body": null, "isBase64Encoded": false}"#.to_owned(),
             path,
             "/",
         ),
         (
             "raw query string with a space",
-            http_api("/plants", "a=b c", &format!(r#"{json}, "host": "api.example.com""#), context, "{}", false),
+            http_api("/items", "a=b c", &format!(r#"{json}, "host": "api.example.com""#), context, "{}", false),
             query,
-            "/plants",
+            "/items",
         ),
     ] {
         let decoded = decode(event.as_bytes()).unwrap_or_else(|err| panic!("{case}: {err}"));
@@ -259,10 +256,10 @@ fn an_event_with_more_header_names_than_a_request_has_is_unsupported_not_a_panic
     // A REST API event's two forms, merged into one map: all distinct.
     let half = MAX_HEADER_NAMES / 2;
     let rest = json!({
-        "resource": "/plants", "path": "/plants", "httpMethod": "POST",
+        "resource": "/items", "path": "/items", "httpMethod": "POST",
         "headers": (0..half).map(|n| (format!("x-a{n}"), json!("v"))).collect::<serde_json::Map<_, _>>(),
         "multiValueHeaders": (0..half).map(|n| (format!("x-b{n}"), json!(["v"]))).collect::<serde_json::Map<_, _>>(),
-        "requestContext": { "stage": "prod", "resourcePath": "/plants", "httpMethod": "POST" },
+        "requestContext": { "stage": "prod", "resourcePath": "/items", "httpMethod": "POST" },
         "body": null, "isBase64Encoded": false
     });
     let merged = decode(rest.to_string().as_bytes()).expect("decoded");
@@ -335,12 +332,12 @@ proptest::proptest! {
     ) {
         let event = if door == 0 {
             json!({
-                "resource": "/plants", "path": path, "httpMethod": "POST",
+                "resource": "/items", "path": path, "httpMethod": "POST",
                 "headers": { "host": host, "x-forwarded-proto": proto },
                 "multiValueHeaders": { "host": [host], "x-forwarded-proto": [proto] },
                 "queryStringParameters": { "q": query },
                 "multiValueQueryStringParameters": { "q": [query] },
-                "requestContext": { "stage": stage, "domainName": domain, "resourcePath": "/plants",
+                "requestContext": { "stage": stage, "domainName": domain, "resourcePath": "/items",
                                     "httpMethod": "POST", "path": path },
                 "body": body, "isBase64Encoded": base64
             })
