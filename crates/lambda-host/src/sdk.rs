@@ -1,16 +1,15 @@
 //! The AWS SDK's configuration, built once at start, and the certificate
 //! authorities its connections trust.
 //!
-//! The SDK's default HTTP client trusts the platform's CA bundle, which it
-//! reads and parses at every start: about 150 certificates, over half of
-//! the instructions a cold start executes (docs/performance.md). Every AWS
-//! service endpoint chains to Amazon Trust Services, so the DynamoDB client
-//! trusts those five roots, compiled in (`amazon-trust-services.pem`), and
-//! nothing else: a start parses five certificates, and no other authority
-//! can vouch for a DynamoDB endpoint. `AWS_CA_BUNDLE`, the variable the
-//! other AWS SDKs and the CLI read, replaces them with a PEM file of the
-//! deployer's choosing: the platform's bundle, a TLS-inspecting proxy's CA,
-//! or a local endpoint's. Validation itself is the SDK's, unchanged.
+//! Every AWS service endpoint chains to Amazon Trust Services, so the SDK's
+//! connections trust those five roots, compiled in
+//! (`amazon-trust-services.pem`), and nothing else: no other authority can
+//! vouch for an AWS endpoint, and a cold start parses five certificates
+//! rather than the platform's bundle of about 150 (docs/performance.md).
+//! `AWS_CA_BUNDLE`, the variable the other AWS SDKs and the CLI read,
+//! replaces them with a PEM file of the deployer's choosing: the platform's
+//! bundle, a TLS-inspecting proxy's CA, or a local endpoint's. Validation
+//! itself is the SDK's, unchanged.
 
 use std::fmt;
 use std::path::PathBuf;
