@@ -61,10 +61,6 @@ impl<S: PlantStore> App<S> {
         Self { telemetry, ..self }
     }
 
-    pub fn store(&self) -> &S {
-        &self.store
-    }
-
     /// Serves one request. Never fails: an `Err` out of a Lambda HTTP
     /// handler would reach the client as a bare 502 from API Gateway.
     ///

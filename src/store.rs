@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_dynamodb::Client;
@@ -245,10 +245,11 @@ fn is_transient_code(code: Option<&str>) -> bool {
 }
 
 /// An in-memory store with the same semantics, for handler tests and
-/// benchmarks. Never used by the function itself.
-#[derive(Debug, Default)]
+/// benchmarks. Never used by the function itself. Clones share their
+/// plants: a test gives the handler one and reads back through another.
+#[derive(Debug, Default, Clone)]
 pub struct MemoryStore {
-    plants: Mutex<HashMap<PlantId, NewPlant>>,
+    plants: Arc<Mutex<HashMap<PlantId, NewPlant>>>,
 }
 
 impl MemoryStore {

@@ -120,20 +120,18 @@ pub fn request(data: &[u8]) {
     let Some(input) = Input::parse(data) else {
         return;
     };
-    let app = App::new(
-        MemoryStore::default(),
-        Authenticator::with_static_tokens(&[TOKEN]),
-    );
+    let store = MemoryStore::default();
+    let app = App::new(store.clone(), Authenticator::with_static_tokens(&[TOKEN]));
 
     let first = JsonResponse::from(block_on(app.handle(input.request())));
-    check(&first, &input, &app);
+    check(&first, &input, &store);
 
     let retry = JsonResponse::from(block_on(app.handle(input.request())));
     assert_eq!(retry, first, "a retry must get the same answer");
-    check(&first, &input, &app);
+    check(&first, &input, &store);
 
     if first.status == 200 {
-        let stored = app.store().get(plant_id(&first, &input)).expect("stored");
+        let stored = store.get(plant_id(&first, &input)).expect("stored");
         let other_name = if stored.name.as_str() == "other" {
             "another"
         } else {
@@ -146,8 +144,8 @@ pub fn request(data: &[u8]) {
         let conflict = JsonResponse::from(block_on(app.handle(conflicting.request())));
         assert_eq!(conflict.status, 409, "{conflict:?}");
         assert_eq!(conflict.body["error"], 40901);
-        assert_eq!(app.store().get(stored.id).as_ref(), Some(&stored));
-        assert_eq!(app.store().len(), 1);
+        assert_eq!(store.get(stored.id).as_ref(), Some(&stored));
+        assert_eq!(store.len(), 1);
     }
 }
 
@@ -232,7 +230,7 @@ impl Input {
 
 /// Everything the contract promises about this answer to `input`, and
 /// about what the store holds afterwards.
-fn check(answer: &JsonResponse, input: &Input, app: &App<MemoryStore>) {
+fn check(answer: &JsonResponse, input: &Input, store: &MemoryStore) {
     let status = answer.status;
     assert!(
         STATUSES.contains(&status),
@@ -313,19 +311,16 @@ fn check(answer: &JsonResponse, input: &Input, app: &App<MemoryStore>) {
             object.keys().all(|key| key == "name" || key == "tag"),
             "{answer:?}"
         );
-        let stored = app
-            .store()
-            .get(plant_id(answer, input))
-            .expect("a 200 means stored");
+        let stored = store.get(plant_id(answer, input)).expect("a 200 means stored");
         assert_eq!(Some(stored), NewPlant::from_json(&input.body).ok());
-        assert_eq!(app.store().len(), 1, "one request, one plant");
+        assert_eq!(store.len(), 1, "one request, one plant");
     } else {
         let object = answer.body.as_object().expect("an Error is an object");
         assert_eq!(object.len(), 2, "{answer:?}");
         let code = object["error"].as_u64().expect("error is an integer");
         assert_eq!(code / 100, u64::from(status), "{answer:?}");
         assert!(object["message"].is_string(), "{answer:?}");
-        assert!(app.store().is_empty(), "nothing is written for a {status}");
+        assert!(store.is_empty(), "nothing is written for a {status}");
     }
 }
 

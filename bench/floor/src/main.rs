@@ -10,8 +10,8 @@
 
 use std::io::Read;
 
+use lambda_host::sdk::{self, Trust};
 use plant_store::plant::NewPlant;
-use plant_store::sdk::{self, Trust};
 use plant_store::store::{DynamoStore, PlantStore, with_budgets};
 
 fn main() {

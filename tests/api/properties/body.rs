@@ -189,7 +189,8 @@ proptest! {
 
     #[test]
     fn a_valid_document_sent_to_the_function_is_stored_echoed_and_replayed(doc in valid_document()) {
-        let app = App::new(MemoryStore::default(), Authenticator::with_static_tokens(&["t"]));
+        let store = MemoryStore::default();
+        let app = App::new(store.clone(), Authenticator::with_static_tokens(&["t"]));
         let request = || {
             Event::load("create-http-api.json")
                 .header("authorization", Some("Bearer t"))
@@ -208,10 +209,10 @@ proptest! {
         };
         prop_assert_eq!(body, expected);
         prop_assert_eq!((retry.status(), retry.body().as_ref()), (first.status(), first.body().as_ref()));
-        let stored = app.store().get(doc.id.into()).expect("stored");
+        let stored = store.get(doc.id.into()).expect("stored");
         prop_assert_eq!(stored.name.as_str(), doc.name.as_str());
         prop_assert_eq!(stored.tag.as_ref().map(|tag| tag.as_str()), doc.tag.as_deref());
-        prop_assert_eq!(app.store().len(), 1);
+        prop_assert_eq!(store.len(), 1);
     }
 }
 
