@@ -11,7 +11,7 @@ use lambda_http::http::Uri;
 use lambda_http::lambda_runtime::Config as FunctionConfig;
 
 /// Set by Lambda on Managed Instances: invocations one environment takes at once.
-pub const MAX_CONCURRENCY: &str = "AWS_LAMBDA_MAX_CONCURRENCY";
+const MAX_CONCURRENCY: &str = "AWS_LAMBDA_MAX_CONCURRENCY";
 const RUNTIME_API: &str = "AWS_LAMBDA_RUNTIME_API";
 
 /// What stops the function before it serves anything.

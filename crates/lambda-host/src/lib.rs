@@ -38,7 +38,7 @@ pub mod logging;
 pub mod sdk;
 pub mod trace;
 
-pub use self::env::{Concurrency, MAX_CONCURRENCY, StartError};
+pub use self::env::{Concurrency, StartError};
 pub use self::handler::{Handler, HandlerFn, handler_fn};
 pub use self::json::to_string as to_json;
 pub use self::runtime::Lambda;

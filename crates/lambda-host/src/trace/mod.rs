@@ -46,7 +46,7 @@ use self::xray::{
 pub use self::xray::{DAEMON_ADDRESS, DaemonError, Tracer};
 
 /// The header the SDK's recursion-detection interceptor sets.
-pub const HEADER: &str = "x-amzn-trace-id";
+const HEADER: &str = "x-amzn-trace-id";
 
 /// The process's tracer, when `main` enabled one. Beside the task-local
 /// rather than in it: it is one socket for the life of the process, like
@@ -224,7 +224,7 @@ fn is_id(id: &str) -> bool {
 /// Runs `future` with `trace_id` (the invocation's `Lambda-Runtime-Trace-Id`)
 /// as the trace header of every SDK request it makes and, when sampled, as
 /// the trace of the subsegments it sends.
-pub async fn scope<F: Future>(trace_id: Option<&str>, future: F) -> F::Output {
+pub(crate) async fn scope<F: Future>(trace_id: Option<&str>, future: F) -> F::Output {
     scope_with(TRACER.get(), trace_id, future).await
 }
 
