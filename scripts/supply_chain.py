@@ -88,8 +88,11 @@ def run(command, cwd=ROOT):
 
 def root_package(root=ROOT):
     """(name, version) of the package at the root (the function)."""
-    package = tomllib.loads((root / "Cargo.toml").read_text())["package"]
-    return package["name"], package["version"]
+    manifest = tomllib.loads((root / "Cargo.toml").read_text())
+    version = manifest["package"]["version"]
+    if isinstance(version, dict):  # version.workspace = true
+        version = manifest["workspace"]["package"]["version"]
+    return manifest["package"]["name"], version
 
 
 @functools.cache
