@@ -465,7 +465,8 @@ sbom: tools-supply-chain $(STAMP_VENV) ## CycloneDX SBOM of the bootstrap (ARCH=
 	   --spec-version 1.5 --no-build-deps --target "$(TRIPLE_$(SAM_ARCH_$(ARCH)))" --override-filename "$$raw"; \
 	 mv "$$raw.json" "$(SBOM_DIR)/$$raw.json"; \
 	 find . -path ./target -prune -o -name "$$raw.json" -type f -exec rm -f {} +; \
-	 RUST_AUDIT_INFO="$(AUDIT_INFO)" "$(VENV_PY)" scripts/supply_chain.py sbom "$$bootstrap" "$(SBOM_DIR)/$$raw.json" "$(SBOM_FILE)"
+	 RUST_AUDIT_INFO="$(AUDIT_INFO)" "$(VENV_PY)" scripts/supply_chain.py sbom "$$bootstrap" "$(SBOM_DIR)/$$raw.json" "$(SBOM_FILE)"; \
+	 status=$$?; rm -f "$(SBOM_DIR)/$$raw.json"; exit $$status
 
 # The release's files for one architecture, built as make deploy builds
 # them: the zip sam deploy would upload, its SHA-256 and the SBOM, checked
