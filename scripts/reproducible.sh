@@ -31,7 +31,7 @@ if ! git diff --quiet HEAD --; then
 fi
 commit=$(git rev-parse HEAD)
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/plant-store-reproducible.XXXXXX")
+scratch=$(mktemp -d -t plant-store-reproducible.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 # A longer, different path than this clone's, so that a path leaking into the
 # bytes shows.
