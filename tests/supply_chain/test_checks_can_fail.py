@@ -1,0 +1,111 @@
+"""Each supply-chain check fails when what it guards breaks: small ELF
+executables built here with the C compiler (no cargo-auditable list, a
+glibc symbol newer than 2.34, a library AL2023 lacks, another interpreter),
+and the real list with one thing wrong in it."""
+
+import platform
+import shutil
+import subprocess
+
+import pytest
+import supply_chain
+
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
+
+
+def cc(tmp_path, name, source, *flags):
+    (tmp_path / f"{name}.c").write_text(source)
+    out = tmp_path / name
+    subprocess.run(["cc", "-o", str(out), str(tmp_path / f"{name}.c"), *flags], check=True, cwd=tmp_path)
+    return out
+
+
+MAIN = "int main(void) { return 0; }\n"
+
+
+@needs_cc
+def test_a_binary_built_without_cargo_auditable_fails_the_list_check(tmp_path):
+    plain = cc(tmp_path, "plain", MAIN)
+    with pytest.raises(supply_chain.SupplyChainError, match="carries no cargo-auditable list"):
+        supply_chain.embedded_list_report(plain)
+
+
+@needs_cc
+def test_a_glibc_symbol_newer_than_2_34_fails_the_al2023_check(tmp_path):
+    glibc = tuple(int(x) for x in platform.libc_ver()[1].split(".")[:2])
+    if glibc < (2, 36):
+        pytest.skip(f"this machine's glibc {glibc} has no symbol newer than 2.34 to link (arc4random is 2.36)")
+    binary = cc(tmp_path, "arc4random", "#include <stdlib.h>\nint main(void) { return arc4random() & 1; }\n")
+    problems, newest = supply_chain.al2023_problems(binary)
+    assert newest == "2.36"
+    assert any("GLIBC_2.36" in p for p in problems), problems
+
+
+@needs_cc
+def test_a_library_al2023_lacks_fails_the_al2023_check(tmp_path):
+    (tmp_path / "fake.c").write_text("int plant_store_fake(void) { return 1; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", "libplantstorefake.so", "fake.c"], check=True, cwd=tmp_path)
+    binary = cc(
+        tmp_path,
+        "linked",
+        "int plant_store_fake(void);\nint main(void) { return plant_store_fake(); }\n",
+        "-L.",
+        "-lplantstorefake",
+    )
+    problems, _ = supply_chain.al2023_problems(binary)
+    assert any("libplantstorefake.so" in p for p in problems), problems
+
+
+@needs_cc
+def test_another_interpreter_fails_the_al2023_check(tmp_path):
+    binary = cc(tmp_path, "interp", MAIN, "-Wl,--dynamic-linker=/lib/ld-plant-store.so.1")
+    problems, _ = supply_chain.al2023_problems(binary)
+    assert any("interpreter" in p for p in problems), problems
+
+
+def broken_lists(packages):
+    """(what is wrong, the list with it) for one compiled-in crate and one build tool."""
+    by_name = {p["name"]: i for i, p in enumerate(packages)}
+
+    def changed(name, **fields):
+        copy = [dict(p) for p in packages]
+        copy[by_name[name]].update(fields)
+        return copy
+
+    return [
+        ("compiled in but not listed", [p for p in packages if p["name"] != "tokio"]),
+        ("not in Cargo.lock", changed("tokio", version="0.0.1")),
+        ("compiled in but listed as build", changed("tokio", kind="build")),
+        ("listed from git but Cargo.lock has crates.io", changed("tokio", source="git")),
+        ("build tool of the function but listed as runtime", changed("cc", kind="runtime")),
+        ("the list's root", changed("tokio", root=True)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_the_list_check_fails_for_each_kind_of_wrong_list(bootstrap, case):
+    packages = supply_chain.embedded(bootstrap)
+    target = supply_chain.elf_target(bootstrap)
+    assert supply_chain.list_problems(packages, target)[0] == [], "the real list must pass first"
+    wrong, broken = broken_lists(packages)[case]
+    problems, _ = supply_chain.list_problems(broken, target)
+    assert any(wrong in p for p in problems), (wrong, problems)
+
+
+def test_a_dev_dependency_in_the_list_fails_the_list_check(bootstrap):
+    packages = supply_chain.embedded(bootstrap)
+    target = supply_chain.elf_target(bootstrap)
+    graph, _ = supply_chain.metadata_graph(target)
+    lock = supply_chain.lock_packages()
+    name, version = sorted(set(lock) - graph)[0]
+    dev = {"name": name, "version": version, "source": lock[(name, version)], "dependencies": []}
+    problems, _ = supply_chain.list_problems([*packages, dev], target)
+    assert any(f"{name} {version} is listed but the function does not depend on it" in p for p in problems), problems
+
+
+def test_an_sbom_that_is_not_cyclonedx_fails_the_schema_check():
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    broken = '{"bomFormat": "CycloneDX", "specVersion": "1.5", "version": 1, "components": [{"name": 7}]}'
+    assert JsonStrictValidator(SchemaVersion.V1_5).validate_str(broken) is not None
