@@ -116,8 +116,6 @@ pub(crate) struct Posted {
     pub path: String,
     pub headers: HashMap<String, String>,
     pub body: Value,
-    /// When the stand-in had read it, by the wall clock deadlines use.
-    pub received: SystemTime,
 }
 
 impl Posted {
@@ -450,12 +448,7 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                 state.changed.notify_all();
             }
             let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let _ = posted.send(Posted {
-                path,
-                headers,
-                body,
-                received: SystemTime::now(),
-            });
+            let _ = posted.send(Posted { path, headers, body });
             const ACCEPTED: &str = r#"{"status":"OK"}"#;
             write!(
                 writer,
