@@ -11,8 +11,9 @@ use crate::runtime_fake::{FakeRuntimeApi, function};
 #[tokio::test]
 async fn the_keys_fetched_during_init_spare_the_first_request_the_wait() {
     let server = JwksServer::start(standard_jwks()).await;
-    // A fetch never times out: a request that waited for one would hang.
-    let verifier = verifier(&server, quick(|policy| policy.timeout = HOUR));
+    // A fetch never times out (`patient`): a request that waited for one
+    // would hang.
+    let verifier = verifier(&server, patient());
     let app = TestApp::with_authenticator(Authenticator::with_jwt(verifier.clone())).await;
 
     verifier.prepare().await.expect("the keys");
@@ -79,7 +80,7 @@ async fn issuer(issuer: Option<&str>, jwks_uri: Option<&str>) -> JwksServer {
 
 fn discovering(server: &JwksServer) -> JwtVerifier {
     let settings = JwtSettings::new(&server.base_url, &[AUDIENCE], None, SCOPE).expect("valid settings");
-    JwtVerifier::new(settings).expect("an HTTP client")
+    JwtVerifier::with_policy(settings, patient()).expect("an HTTP client")
 }
 
 #[tokio::test]

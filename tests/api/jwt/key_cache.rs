@@ -187,7 +187,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "the JWKS closing the connection with nothing cached",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| served.reset = true),
                 Send(Jwt::rs256(), Unavailable, 1),
@@ -203,7 +203,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "an oversized JWKS with a Content-Length",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| served.jwks = padded_jwks(64 * 1024 + 1)),
                 Send(Jwt::rs256(), Unavailable, 1),
@@ -211,7 +211,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "an oversized JWKS without a Content-Length",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| {
                     served.jwks = padded_jwks(64 * 1024 + 1);
@@ -222,7 +222,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "a JWKS of exactly the size cap",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| {
                     served.jwks = padded_jwks(64 * 1024);
@@ -233,7 +233,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "a JWKS that is not JSON",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| served.jwks = "<html>maintenance</html>".into()),
                 Send(Jwt::rs256(), Unavailable, 1),
@@ -241,7 +241,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "an oct key in the JWKS is never used, even for a token signed with it",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| served.jwks = jwks(&[oct_jwk("rsa-1")])),
                 Send(
@@ -338,7 +338,7 @@ async fn without_a_jwks_url_the_issuers_discovery_document_gives_it() {
     server.serve(|served| served.discovery_issuer = Some(server.base_url.clone()));
     let settings = JwtSettings::new(&issuer, &[AUDIENCE], None, SCOPE).expect("valid settings");
     let app = TestApp::with_authenticator(Authenticator::with_jwt(
-        JwtVerifier::new(settings).expect("an HTTP client"),
+        JwtVerifier::with_policy(settings, patient()).expect("an HTTP client"),
     ))
     .await;
     let token = Jwt::rs256().claim("iss", json!(issuer));
@@ -368,7 +368,7 @@ async fn a_discovery_document_naming_another_issuer_is_not_trusted() {
     server.serve(|served| served.discovery_issuer = Some("https://attacker.example".into()));
     let settings = JwtSettings::new(&issuer, &[AUDIENCE], None, SCOPE).expect("valid settings");
     let app = TestApp::with_authenticator(Authenticator::with_jwt(
-        JwtVerifier::new(settings).expect("an HTTP client"),
+        JwtVerifier::with_policy(settings, patient()).expect("an HTTP client"),
     ))
     .await;
 
@@ -392,13 +392,10 @@ async fn keys_near_the_end_of_their_freshness_are_refreshed_behind_a_request_tha
     // Fresh for 3 s, so refreshed behind requests from 2.25 s on.
     let server = JwksServer::start(standard_jwks()).await;
     server.serve(|served| served.cache_control = Some("max-age=3".into()));
-    // A fetch never times out: a request that waited for one would wait
-    // until the issuer is released, and that comes after its answer.
-    let policy = quick(|policy| {
-        policy.min_ttl = Duration::ZERO;
-        policy.timeout = HOUR;
-    });
-    let verifier = verifier(&server, policy);
+    // A fetch never times out (`patient`): a request that waited for one
+    // would wait until the issuer is released, and that comes after its
+    // answer.
+    let verifier = verifier(&server, quick(|policy| policy.min_ttl = Duration::ZERO));
     let app = TestApp::with_authenticator(Authenticator::with_jwt(verifier.clone())).await;
     verifier
         .prepare()
@@ -444,15 +441,10 @@ async fn keys_near_the_end_of_their_freshness_are_refreshed_behind_a_request_tha
 #[tokio::test]
 async fn keys_past_their_freshness_are_used_at_once_and_refreshed_behind_the_request() {
     let server = JwksServer::start(standard_jwks()).await;
-    // A fetch never times out: a request that waited for one would wait
-    // until the issuer is released, and that comes after its answer.
-    let verifier = verifier(
-        &server,
-        JwksPolicy {
-            timeout: HOUR,
-            ..expiring()
-        },
-    );
+    // A fetch never times out (`patient`): a request that waited for one
+    // would wait until the issuer is released, and that comes after its
+    // answer.
+    let verifier = verifier(&server, expiring());
     let app = TestApp::with_authenticator(Authenticator::with_jwt(verifier.clone())).await;
     server.serve(|served| served.cache_control = Some("max-age=0".into()));
     verifier
@@ -484,9 +476,9 @@ async fn keys_past_their_freshness_are_used_at_once_and_refreshed_behind_the_req
 async fn a_request_dropped_while_it_waits_for_the_keys_loses_no_fetch_and_holds_up_no_other() {
     let server = JwksServer::start(standard_jwks()).await;
     // The issuer answers nothing until released, and the fetch never
-    // times out: only the release ends it.
+    // times out (`patient`): only the release ends it.
     server.hold();
-    let app = app(&server, quick(|policy| policy.timeout = HOUR)).await;
+    let app = app(&server, patient()).await;
 
     // The first request starts the fetch and is dropped while it waits, as
     // the invocation's deadline drops a request.
@@ -523,10 +515,10 @@ async fn a_request_dropped_while_it_waits_for_the_keys_loses_no_fetch_and_holds_
 #[tokio::test]
 async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_50302_before_it() {
     let server = JwksServer::start(standard_jwks()).await;
-    // The issuer never answers, and the fetch never times out: only the
-    // deadline can end the wait.
+    // The issuer never answers, and the fetch never times out (`patient`):
+    // only the deadline can end the wait.
     server.hold();
-    let app = app(&server, quick(|policy| policy.timeout = HOUR)).await;
+    let app = app(&server, patient()).await;
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970")

@@ -396,9 +396,19 @@ fn verifier(server: &JwksServer, policy: JwksPolicy) -> JwtVerifier {
     JwtVerifier::with_policy(settings, policy).expect("an HTTP client")
 }
 
-/// The default policy with `change` made.
+/// The default policy, except that a fetch never times out: the tests that
+/// do not test the timeout are not at the mercy of a test process frozen
+/// for a second and a half while its own JWKS stand-in answers.
+fn patient() -> JwksPolicy {
+    JwksPolicy {
+        timeout: HOUR,
+        ..JwksPolicy::default()
+    }
+}
+
+/// The `patient` policy with `change` made.
 fn quick(change: impl FnOnce(&mut JwksPolicy)) -> JwksPolicy {
-    let mut policy = JwksPolicy::default();
+    let mut policy = patient();
     change(&mut policy);
     policy
 }
@@ -408,7 +418,7 @@ fn quick(change: impl FnOnce(&mut JwksPolicy)) -> JwksPolicy {
 /// that lacks the required scope, i.e. the 403.
 pub(crate) async fn verifier_and_token_without_scope() -> (JwksServer, JwtVerifier, String) {
     let server = JwksServer::start(standard_jwks()).await;
-    let verifier = verifier(&server, JwksPolicy::default());
+    let verifier = verifier(&server, patient());
     let token = Jwt::rs256().claim("scope", json!("openid")).encode();
     (server, verifier, token)
 }
