@@ -494,17 +494,44 @@ async fn behind_a_custom_domain_mapping_keys_of_any_depth_route_to_plants_and_ot
     }
 }
 
+/// A `$default` route names no path, so only the stage can be taken off:
+/// the test above would route by its route key `POST /plants` alone.
 #[tokio::test]
-async fn a_stage_prefix_still_routes_when_the_route_is_named() {
-    let app = TestApp::new().await;
-    let event = Event::load("create-http-api.json")
-        .raw_path("/prod/plants")
-        .stage("prod")
-        .set("/requestContext/routeKey", json!("POST /plants"));
+async fn on_a_named_stage_with_a_default_route_the_stage_is_taken_off_as_a_whole_segment() {
+    // (the raw path, whether it is ours)
+    let cases = [
+        ("/prod/plants", true),
+        ("/prod/animals", false),
+        ("/production/plants", false),
+        ("/prodplants", false),
+    ];
+    for (path, ours) in cases {
+        let app = TestApp::new().await;
+        let event = Event::load("create-http-api.json")
+            .raw_path(path)
+            .stage("prod")
+            .set("/requestContext/routeKey", json!("$default"));
 
-    let response = app.send(event.request()).await;
+        let response = app.send(event.request()).await;
 
-    assert_eq!(response.status, 200, "{}", response.body);
+        let stored = app.stored(1001).await;
+        if ours {
+            assert_eq!(response.status, 200, "{path}: {}", response.body);
+            assert_item(
+                &stored.expect("stored"),
+                1001,
+                "Monstera deliciosa",
+                Some("aroid"),
+            );
+        } else {
+            assert_eq!(
+                (response.status, &response.body),
+                (404, &json!({ "error": 40401, "message": "no such resource" })),
+                "{path}"
+            );
+            assert_eq!(stored, None, "{path}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -26,6 +26,17 @@ const WELL_WITHIN_FUNCTION_TIMEOUT: Duration = Duration::from_secs(8);
 /// A fault that fails fast must fail the client fast too.
 const QUICKLY: Duration = Duration::from_secs(3);
 
+/// The attempts the SDK makes when each one hangs until its timeout: the
+/// third starts about 4.1 s in, under an operation budget of 5 s, so
+/// whether it is made at all is the scheduler's call. At least two (it
+/// retried), never more than the limit.
+fn assert_bounded_retries(attempts: u32) {
+    assert!(
+        (2..=MAX_ATTEMPTS).contains(&attempts),
+        "{attempts} attempts; at most {MAX_ATTEMPTS}, each given up after {ATTEMPT_TIMEOUT:?}"
+    );
+}
+
 const BODY: &str = r#"{"id":1,"name":"Monstera","tag":"aroid"}"#;
 
 /// The real handler over a fresh table, its DynamoDB client going through a
@@ -114,7 +125,7 @@ async fn a_slow_dynamodb_gets_bounded_retries_then_a_503_well_within_the_functio
     let (app, proxy, elapsed) =
         unavailable_under(Fault::Latency(ATTEMPT_TIMEOUT + Duration::from_secs(1))).await;
 
-    assert_eq!(proxy.requests(), MAX_ATTEMPTS);
+    assert_bounded_retries(proxy.requests());
     assert!(
         elapsed >= 2 * ATTEMPT_TIMEOUT && elapsed < WELL_WITHIN_FUNCTION_TIMEOUT,
         "took {elapsed:?}; the whole operation is capped at {OPERATION_TIMEOUT:?}"
@@ -130,7 +141,8 @@ async fn a_slow_dynamodb_gets_bounded_retries_then_a_503_well_within_the_functio
 async fn a_black_holed_dynamodb_is_a_503_within_the_operation_timeout_and_writes_nothing() {
     let (app, proxy, elapsed) = unavailable_under(Fault::BlackHole).await;
 
-    assert_eq!((proxy.requests(), proxy.forwarded()), (MAX_ATTEMPTS, 0));
+    assert_bounded_retries(proxy.requests());
+    assert_eq!(proxy.forwarded(), 0);
     assert!(
         elapsed >= 2 * ATTEMPT_TIMEOUT && elapsed < WELL_WITHIN_FUNCTION_TIMEOUT,
         "took {elapsed:?}"

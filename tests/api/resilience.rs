@@ -5,6 +5,14 @@
 //! is answered, and every worker is back on `next` soon after; or, when the
 //! Runtime API stays unreachable, the process exits non-zero so that Lambda
 //! replaces the environment.
+//!
+//! The tests wait for what the stand-in Runtime API sees (an answer, a
+//! refusal, workers parked on `next`, the process's exit), each bounded by
+//! a limit only a hang comes near. That an answer came before its deadline
+//! is not judged by the clock of a machine that may be busy: the answer
+//! being the handler's 503 (50302), not the loop's backstop, shows that the
+//! handler's cut came first; where the cut lies is deadline.rs's tests' to
+//! check.
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Output, Stdio};
@@ -16,7 +24,11 @@ use serde_json::{Value, json};
 use crate::helpers::function;
 use crate::helpers::{Event, client_for, create_table, dynamodb_local_endpoint, unique_name};
 use crate::runtime_api::http_event;
-use crate::runtime_fake::{FakeRuntimeApi, Fault, Invocation, Posted, answer_for, ms_since_epoch};
+use crate::runtime_fake::{FakeRuntimeApi, Fault, Invocation, Posted, answer_for};
+
+/// How long a test waits for what must happen by itself before it fails:
+/// only a hang comes near it.
+const HANG: Duration = Duration::from_secs(30);
 
 /// The built function under `api`, `workers` at once, with JSON logs.
 fn start(api: &FakeRuntimeApi, dynamodb: &str, table: &str, workers: usize) -> Child {
@@ -34,7 +46,7 @@ fn start(api: &FakeRuntimeApi, dynamodb: &str, table: &str, workers: usize) -> C
 /// Closes the stand-in, which ends the function; its exit and its lines.
 fn finish(api: &FakeRuntimeApi, function: Child) -> (Output, Vec<Value>) {
     api.close();
-    let output = wait_at_most(function, Duration::from_secs(10));
+    let output = wait_at_most(function, HANG);
     let lines = json_lines(&output);
     (output, lines)
 }
@@ -62,6 +74,30 @@ fn json_lines(output: &Output) -> Vec<Value> {
 /// The next `count` answers, whatever their order.
 fn answers(api: &FakeRuntimeApi, count: usize) -> Vec<Posted> {
     (0..count).map(|_| api.next_post()).collect()
+}
+
+/// The next answer posted, or `None` once an answer is refused with a 4xx
+/// (Lambda is done with that invocation: it is never sent again) beyond the
+/// `refused_before` refusals there were.
+fn answer_or_final_refusal(api: &FakeRuntimeApi, refused_before: usize) -> Option<Posted> {
+    let started = Instant::now();
+    loop {
+        if let Ok(posted) = api.posted.try_recv() {
+            return Some(posted);
+        }
+        let refused = api.refused();
+        if refused[refused_before..]
+            .iter()
+            .any(|(_, fault)| matches!(fault, Fault::Status(400..500)))
+        {
+            return None;
+        }
+        assert!(
+            started.elapsed() < HANG,
+            "neither an answer nor a refusal after {HANG:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// The `Error` body of a front door response.
@@ -99,7 +135,7 @@ fn a_store_that_hangs_past_the_deadline_gets_a_503_before_it_and_frees_every_wor
     let api = FakeRuntimeApi::open(Vec::new());
     let function = start(&api, &store.url, "plants", workers);
     assert!(
-        api.wait_until_parked(workers, Duration::from_secs(30)).is_some(),
+        api.wait_until_parked(workers, HANG).is_some(),
         "{workers} workers on next"
     );
 
@@ -113,18 +149,12 @@ fn a_store_that_hangs_past_the_deadline_gets_a_503_before_it_and_frees_every_wor
         api.push(invocation.clone());
     }
     let answered = answers(&api, workers);
-    let back = api.wait_until_parked(workers, Duration::from_secs(1));
+    let back = api.wait_until_parked(workers, HANG);
     let (_, lines) = finish(&api, function);
 
     for invocation in &sent {
         let posted = answer_for(&answered, invocation);
-        let deadline = invocation.deadline_ms.expect("a deadline");
-        assert!(
-            ms_since_epoch(posted.received) < deadline,
-            "{} answered {} ms after its deadline",
-            invocation.id,
-            ms_since_epoch(posted.received) - deadline
-        );
+        // The handler's own answer, not the loop's backstop.
         assert!(posted.path.ends_with("/response"), "{}", posted.path);
         assert_eq!(posted.body["statusCode"], 503);
         assert_eq!(posted.body["headers"]["retry-after"], "1");
@@ -159,10 +189,7 @@ fn a_store_that_hangs_past_the_deadline_gets_a_503_before_it_and_frees_every_wor
             "an EMF document counts it"
         );
     }
-    assert!(
-        back.is_some(),
-        "all {workers} workers back on next within a second"
-    );
+    assert!(back.is_some(), "all {workers} workers back on next");
 }
 
 #[test]
@@ -190,21 +217,26 @@ async fn runtime_api_faults_cost_at_most_one_answer_and_every_worker_serves_on(w
     let sent: Vec<Invocation> = (0..8)
         .map(|n| Invocation::new(&format!("faults-{workers}-{n}"), create(8000 + n)))
         .collect();
-    // One at a time, so that the two answer faults hit the first two.
+    // One at a time, so that the two answer faults hit the first two: each
+    // is pushed once the one before has its answer, or its final refusal.
     let mut answered = Vec::new();
     let mut unanswered = Vec::new();
     for (n, invocation) in sent.iter().enumerate() {
         if n == 1 {
             api.fail_answer(Fault::Status(410));
         }
+        let refused_before = api.refused().len();
         api.push(invocation.clone());
-        match api.posted.recv_timeout(Duration::from_secs(2)) {
-            Ok(posted) => answered.push(posted),
-            Err(_) => unanswered.push(invocation.id.clone()),
+        match answer_or_final_refusal(&api, refused_before) {
+            Some(posted) => answered.push(posted),
+            None => unanswered.push(invocation.id.clone()),
         }
     }
-    let back = api.wait_until_parked(workers, Duration::from_secs(3));
+    let back = api.wait_until_parked(workers, HANG);
     let (output, lines) = finish(&api, function);
+    // Whatever it posted before it exited: a refused answer sent again
+    // would be here.
+    answered.extend(api.posted.try_iter());
 
     let refused = api.refused();
     assert_eq!(
@@ -218,6 +250,10 @@ async fn runtime_api_faults_cost_at_most_one_answer_and_every_worker_serves_on(w
     assert!(refused[1].0.contains(&sent[1].id), "{refused:?}");
     assert_eq!(unanswered, [sent[1].id.clone()]);
     assert!(
+        answered.iter().all(|posted| posted.request_id() != sent[1].id),
+        "the answer refused with 410 was sent again"
+    );
+    assert!(
         lines
             .iter()
             .any(|line| line["level"] == "WARN" && line["span"]["request_id"] == sent[1].id.as_str()),
@@ -227,7 +263,7 @@ async fn runtime_api_faults_cost_at_most_one_answer_and_every_worker_serves_on(w
         let posted = answer_for(&answered, invocation);
         assert_eq!(posted.body["statusCode"], 200, "{posted:?}");
     }
-    assert!(back.is_some(), "all {workers} workers back on next within 3 s");
+    assert!(back.is_some(), "all {workers} workers back on next");
     // Closed, the stand-in answers every `next` 403: not retried, the end.
     assert_eq!(
         output.status.code(),
@@ -260,18 +296,19 @@ fn an_unreachable_runtime_api_ends_the_process_non_zero_promptly(workers: usize)
     let started = Instant::now();
     let function = command.spawn().expect("the function runs");
 
-    assert_exits_non_zero_within_3_s(function, started, "Error:");
+    assert_exits_non_zero_promptly(function, started, "Error:");
 }
 
-/// The process ends on its own, non-zero, within 3 s of `started`, and its
-/// standard error says why (`cause`).
-fn assert_exits_non_zero_within_3_s(function: Child, started: Instant, cause: &str) {
-    let output = wait_at_most(function, Duration::from_secs(5));
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+/// Well past the 0.8 s its retries pause in all (`runtime::RETRY_PAUSES`),
+/// however busy the machine; a process that kept retrying would still be
+/// running at `HANG`.
+const PROMPTLY: Duration = Duration::from_secs(10);
+
+/// The process ends on its own, non-zero, within `PROMPTLY` of `started`,
+/// and its standard error says why (`cause`).
+fn assert_exits_non_zero_promptly(function: Child, started: Instant, cause: &str) {
+    let output = wait_at_most(function, HANG);
+    assert!(started.elapsed() < PROMPTLY, "{:?}", started.elapsed());
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(cause), "the cause is written: {stderr}");
@@ -295,7 +332,7 @@ fn a_runtime_api_that_keeps_failing_next_ends_the_process_non_zero_promptly(work
     let started = Instant::now();
     let function = start(&api, "http://127.0.0.1:9", "plants", workers);
 
-    assert_exits_non_zero_within_3_s(function, started, "the Runtime API answered 500");
+    assert_exits_non_zero_promptly(function, started, "the Runtime API answered 500");
 }
 
 #[test]
@@ -369,7 +406,7 @@ async fn hostile_envelopes_cost_only_their_own_invocation(workers: usize) {
     let answered = answers(&api, hostile.len());
     api.push(valid.clone());
     let created = api.next_post();
-    let back = api.wait_until_parked(workers, Duration::from_secs(3));
+    let back = api.wait_until_parked(workers, HANG);
     let (output, _) = finish(&api, function);
 
     let mut outcomes = Vec::new();

@@ -83,7 +83,7 @@ async fn the_reason_goes_to_the_debug_log_and_the_token_never_does() {
     // registered dispatcher makes it ask every dispatcher, this one too.
     let _second = tracing::Dispatch::new(tracing::subscriber::fmt().with_writer(io::sink).finish());
     let server = JwksServer::start(standard_jwks()).await;
-    let app = app(&server, JwksPolicy::default()).await;
+    let app = app(&server, patient()).await;
 
     let cases = [
         (Jwt::rs256().claim("exp", json!(now() - 3600)), "expired"),

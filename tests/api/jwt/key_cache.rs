@@ -2,6 +2,12 @@
 //! and the policy decide, a slow or failing JWKS, keys found through the
 //! issuer's discovery document, refreshes behind requests that do not wait
 //! for them, and requests dropped while they wait.
+//!
+//! No test judges by how long something took. What must not happen within
+//! an interval is tested with an interval of an hour; what must happen once
+//! it has passed, with a short one and a sleep at least as long, which a
+//! slow machine can only lengthen. That a request did not wait for the
+//! issuer shows as its answer while the issuer holds every answer back.
 
 use super::*;
 
@@ -14,6 +20,9 @@ enum Step {
     Serve(fn(&mut Served)),
     /// Has the JWKS server send this `Cache-Control`.
     CacheControl(&'static str),
+    /// Fetches the keys as during init.
+    Prepare,
+    /// At least this long, from the end of the step before.
     Sleep(Duration),
 }
 
@@ -65,32 +74,33 @@ fn padded_jwks(size: usize) -> String {
 #[tokio::test]
 async fn every_key_cache_situation_gets_its_documented_answer() {
     use Expect::{Created, InvalidToken, Unavailable};
-    use Step::{CacheControl, Send, Serve, Sleep};
+    use Step::{CacheControl, Prepare, Send, Serve, Sleep};
     let ms = Duration::from_millis;
 
     let scenarios: Vec<Scenario> = vec![
         (
-            "an unknown kid triggers one refresh, then is refused, and no refresh follows within 10 s",
-            JwksPolicy::default(),
+            "an unknown kid triggers one refresh, then is refused, and no refresh follows within the \
+             refresh interval, however many unknown kids",
+            quick(|policy| policy.refresh_interval = HOUR),
             vec![
                 Send(Jwt::rs256(), Created, 1),
                 Send(unknown_kid(), InvalidToken, 2),
                 Send(unknown_kid(), InvalidToken, 2),
                 Send(unknown_kid().header("kid", json!("rsa-other")), InvalidToken, 2),
+                Send(unknown_kid(), InvalidToken, 2),
                 Send(Jwt::rs256(), Created, 2),
             ],
         ),
         (
-            "the refresh rate limit: one refresh per interval, however many unknown kids",
-            quick(|policy| policy.refresh_interval = ms(1000)),
+            "the refresh rate limit lifts once the interval has passed since the last refresh",
+            quick(|policy| policy.refresh_interval = ms(200)),
             vec![
                 Send(Jwt::rs256(), Created, 1),
                 Send(unknown_kid(), InvalidToken, 2),
-                Send(unknown_kid(), InvalidToken, 2),
-                Send(unknown_kid(), InvalidToken, 2),
-                Sleep(ms(1100)),
+                Sleep(ms(200)),
                 Send(unknown_kid(), InvalidToken, 3),
-                Send(unknown_kid(), InvalidToken, 3),
+                Sleep(ms(200)),
+                Send(unknown_kid(), InvalidToken, 4),
             ],
         ),
         (
@@ -124,41 +134,60 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
             ],
         ),
         (
-            "cached keys are used while refreshes fail, but only for max_stale; then retries as if empty",
-            JwksPolicy {
-                max_stale: ms(1000),
-                retry_interval: ms(500),
-                ..expiring()
-            },
+            "cached keys are used while refreshes fail, within max_stale",
+            expiring(),
             vec![
                 CacheControl("max-age=0"),
                 Send(Jwt::rs256(), Created, 1),
                 Serve(|served| served.reset = true),
                 Send(Jwt::rs256(), Created, 2),
-                Sleep(ms(1100)),
-                Send(Jwt::rs256(), Unavailable, 3),
-                Serve(|served| served.reset = false),
-                Send(Jwt::rs256(), Unavailable, 3),
-                Sleep(ms(600)),
-                Send(Jwt::rs256(), Created, 4),
+                Send(Jwt::es256(), Created, 3),
             ],
         ),
         (
-            "the JWKS down with nothing cached: 503, retried once per retry interval",
-            quick(|policy| policy.retry_interval = ms(500)),
+            "past max_stale the keys are not used: requests fetch as if nothing were cached, under the \
+             retry interval and not the refresh interval",
+            JwksPolicy {
+                max_stale: ms(100),
+                retry_interval: Duration::ZERO,
+                refresh_interval: HOUR,
+                ..expiring()
+            },
+            vec![
+                CacheControl("max-age=0"),
+                Prepare,
+                Serve(|served| served.reset = true),
+                Sleep(ms(100)),
+                Send(Jwt::rs256(), Unavailable, 2),
+                Send(Jwt::es256(), Unavailable, 3),
+            ],
+        ),
+        (
+            "the JWKS down with nothing cached: 503, and no fetch again within the retry interval",
+            quick(|policy| policy.retry_interval = HOUR),
             vec![
                 Serve(|served| served.status = 500),
                 Send(Jwt::rs256(), Unavailable, 1),
                 Send(Jwt::rs256(), Unavailable, 1),
                 Send(Jwt::es256(), Unavailable, 1),
                 Serve(|served| served.status = 200),
-                Sleep(ms(600)),
+                Send(Jwt::rs256(), Unavailable, 1),
+            ],
+        ),
+        (
+            "the JWKS down with nothing cached: fetched again once the retry interval has passed",
+            quick(|policy| policy.retry_interval = ms(200)),
+            vec![
+                Serve(|served| served.status = 500),
+                Send(Jwt::rs256(), Unavailable, 1),
+                Serve(|served| served.status = 200),
+                Sleep(ms(200)),
                 Send(Jwt::rs256(), Created, 2),
             ],
         ),
         (
             "the JWKS closing the connection with nothing cached",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| served.reset = true),
                 Send(Jwt::rs256(), Unavailable, 1),
@@ -168,13 +197,13 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
             "a JWKS slower than the timeout",
             quick(|policy| policy.timeout = ms(300)),
             vec![
-                Serve(|served| served.delay = Duration::from_secs(2)),
+                Serve(|served| served.delay = HOUR),
                 Send(Jwt::rs256(), Unavailable, 1),
             ],
         ),
         (
             "an oversized JWKS with a Content-Length",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| served.jwks = padded_jwks(64 * 1024 + 1)),
                 Send(Jwt::rs256(), Unavailable, 1),
@@ -182,7 +211,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "an oversized JWKS without a Content-Length",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| {
                     served.jwks = padded_jwks(64 * 1024 + 1);
@@ -193,7 +222,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "a JWKS of exactly the size cap",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| {
                     served.jwks = padded_jwks(64 * 1024);
@@ -204,7 +233,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "a JWKS that is not JSON",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| served.jwks = "<html>maintenance</html>".into()),
                 Send(Jwt::rs256(), Unavailable, 1),
@@ -212,7 +241,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
         ),
         (
             "an oct key in the JWKS is never used, even for a token signed with it",
-            JwksPolicy::default(),
+            patient(),
             vec![
                 Serve(|served| served.jwks = jwks(&[oct_jwk("rsa-1")])),
                 Send(
@@ -253,6 +282,7 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
                 }
                 Serve(change) => server.serve(change),
                 CacheControl(header) => server.serve(|served| served.cache_control = Some(header.into())),
+                Prepare => verifier.prepare().await.expect("no misconfiguration"),
                 Sleep(duration) => tokio::time::sleep(duration).await,
             }
         }
@@ -260,20 +290,25 @@ async fn every_key_cache_situation_gets_its_documented_answer() {
 }
 
 #[tokio::test]
-async fn a_slow_jwks_gives_a_503_at_the_timeout_not_later() {
+async fn a_jwks_that_never_answers_gives_a_503_at_the_timeout() {
     let server = JwksServer::start(standard_jwks()).await;
-    server.serve(|served| served.delay = Duration::from_secs(5));
-    let app = app(&server, JwksPolicy::default()).await;
+    server.hold();
+    let policy = JwksPolicy::default();
+    let timeout = policy.timeout;
+    let app = app(&server, policy).await;
 
     let started = Instant::now();
-    let response = app.send(request(&Jwt::rs256().encode(), 1)).await;
+    let response = promptly(
+        "a request while the issuer never answers",
+        app.send(request(&Jwt::rs256().encode(), 1)),
+    )
+    .await;
     let elapsed = started.elapsed();
 
-    assert_outcome(&app, &response, 1, Expect::Unavailable, "slow JWKS").await;
-    assert!(
-        elapsed >= Duration::from_millis(1400) && elapsed < Duration::from_millis(3000),
-        "answered after {elapsed:?}; the timeout is 1.5 s"
-    );
+    assert_outcome(&app, &response, 1, Expect::Unavailable, "silent JWKS").await;
+    // A timer never ends early: it waited for the fetch's whole timeout.
+    assert!(elapsed >= timeout, "answered after {elapsed:?}");
+    assert_eq!(server.fetches(), 1);
 }
 
 #[tokio::test]
@@ -303,7 +338,7 @@ async fn without_a_jwks_url_the_issuers_discovery_document_gives_it() {
     server.serve(|served| served.discovery_issuer = Some(server.base_url.clone()));
     let settings = JwtSettings::new(&issuer, &[AUDIENCE], None, SCOPE).expect("valid settings");
     let app = TestApp::with_authenticator(Authenticator::with_jwt(
-        JwtVerifier::new(settings).expect("an HTTP client"),
+        JwtVerifier::with_policy(settings, patient()).expect("an HTTP client"),
     ))
     .await;
     let token = Jwt::rs256().claim("iss", json!(issuer));
@@ -333,7 +368,7 @@ async fn a_discovery_document_naming_another_issuer_is_not_trusted() {
     server.serve(|served| served.discovery_issuer = Some("https://attacker.example".into()));
     let settings = JwtSettings::new(&issuer, &[AUDIENCE], None, SCOPE).expect("valid settings");
     let app = TestApp::with_authenticator(Authenticator::with_jwt(
-        JwtVerifier::new(settings).expect("an HTTP client"),
+        JwtVerifier::with_policy(settings, patient()).expect("an HTTP client"),
     ))
     .await;
 
@@ -357,6 +392,9 @@ async fn keys_near_the_end_of_their_freshness_are_refreshed_behind_a_request_tha
     // Fresh for 3 s, so refreshed behind requests from 2.25 s on.
     let server = JwksServer::start(standard_jwks()).await;
     server.serve(|served| served.cache_control = Some("max-age=3".into()));
+    // A fetch never times out (`patient`): a request that waited for one
+    // would wait until the issuer is released, and that comes after its
+    // answer.
     let verifier = verifier(&server, quick(|policy| policy.min_ttl = Duration::ZERO));
     let app = TestApp::with_authenticator(Authenticator::with_jwt(verifier.clone())).await;
     verifier
@@ -364,26 +402,33 @@ async fn keys_near_the_end_of_their_freshness_are_refreshed_behind_a_request_tha
         .await
         .expect("the keys, fetched as during init");
     let fetched = Instant::now();
-    // From now on the issuer takes a second to answer, and has a new key.
+    // From now on the issuer has a new key, and answers nothing until
+    // released.
     server.serve(|served| {
-        served.delay = Duration::from_secs(1);
         served.jwks = jwks(&[rsa_jwk(&keys().rsa, "rsa-1"), rsa_jwk(&keys().rsa_next, "rsa-2")]);
     });
+    server.hold();
 
-    let response = app.send(request(&Jwt::rs256().encode(), 1)).await;
-    verifier.settled().await;
+    // Looked up before this request waits for anything: well inside 2.25 s.
+    let response = promptly(
+        "a request with fresh keys",
+        app.send(request(&Jwt::rs256().encode(), 1)),
+    )
+    .await;
     assert_outcome(&app, &response, 1, Expect::Created, "fresh keys").await;
     assert_eq!(server.fetches(), 1, "fresh keys are not refreshed");
 
-    tokio::time::sleep_until((fetched + Duration::from_millis(2600)).into()).await;
-    let started = Instant::now();
-    let response = app.send(request(&Jwt::rs256().encode(), 2)).await;
-    let answered_after = started.elapsed();
+    // From here on the keys are in their last quarter, or past it if this
+    // machine is slow, which takes the same path.
+    tokio::time::sleep_until((fetched + Duration::from_millis(2250)).into()).await;
+    let response = promptly(
+        "a request in the keys' last quarter",
+        app.send(request(&Jwt::rs256().encode(), 2)),
+    )
+    .await;
     assert_outcome(&app, &response, 2, Expect::Created, "keys in their last quarter").await;
-    assert!(
-        answered_after < Duration::from_millis(500),
-        "answered after {answered_after:?}; the issuer takes a second"
-    );
+    server.fetched(2).await;
+    server.release();
     verifier.settled().await;
     assert_eq!(server.fetches(), 2, "one refresh, behind the request");
 
@@ -396,6 +441,9 @@ async fn keys_near_the_end_of_their_freshness_are_refreshed_behind_a_request_tha
 #[tokio::test]
 async fn keys_past_their_freshness_are_used_at_once_and_refreshed_behind_the_request() {
     let server = JwksServer::start(standard_jwks()).await;
+    // A fetch never times out (`patient`): a request that waited for one
+    // would wait until the issuer is released, and that comes after its
+    // answer.
     let verifier = verifier(&server, expiring());
     let app = TestApp::with_authenticator(Authenticator::with_jwt(verifier.clone())).await;
     server.serve(|served| served.cache_control = Some("max-age=0".into()));
@@ -403,17 +451,18 @@ async fn keys_past_their_freshness_are_used_at_once_and_refreshed_behind_the_req
         .prepare()
         .await
         .expect("the keys, fetched as during init");
-    server.serve(|served| served.delay = Duration::from_secs(1));
 
     for id in [1, 2] {
-        let started = Instant::now();
-        let response = app.send(request(&Jwt::es256().encode(), id)).await;
-        let answered_after = started.elapsed();
+        // The issuer answers nothing until released.
+        server.hold();
+        let response = promptly(
+            &format!("request {id} with stale keys"),
+            app.send(request(&Jwt::es256().encode(), id)),
+        )
+        .await;
         assert_outcome(&app, &response, id, Expect::Created, "stale keys").await;
-        assert!(
-            answered_after < Duration::from_millis(500),
-            "request {id} answered after {answered_after:?}; the issuer takes a second"
-        );
+        server.fetched(id as usize + 1).await;
+        server.release();
         verifier.settled().await;
         assert_eq!(
             server.fetches(),
@@ -426,26 +475,31 @@ async fn keys_past_their_freshness_are_used_at_once_and_refreshed_behind_the_req
 #[tokio::test]
 async fn a_request_dropped_while_it_waits_for_the_keys_loses_no_fetch_and_holds_up_no_other() {
     let server = JwksServer::start(standard_jwks()).await;
-    server.serve(|served| served.delay = Duration::from_millis(800));
-    let app = app(&server, JwksPolicy::default()).await;
+    // The issuer answers nothing until released, and the fetch never
+    // times out (`patient`): only the release ends it.
+    server.hold();
+    let app = app(&server, patient()).await;
 
-    // The first request starts the fetch and is dropped 200 ms into its
-    // wait, as the invocation's deadline drops a request; the second
-    // arrives meanwhile and waits for the same fetch.
-    let first = tokio::time::timeout(
-        Duration::from_millis(200),
-        app.send(request(&Jwt::rs256().encode(), 1)),
-    );
-    let second = async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        app.send(request(&Jwt::rs256().encode(), 2)).await
-    };
-    let (first, second) = tokio::join!(first, second);
+    // The first request starts the fetch and is dropped while it waits, as
+    // the invocation's deadline drops a request.
+    let mut first = Box::pin(app.send(request(&Jwt::rs256().encode(), 1)));
+    tokio::select! {
+        biased;
+        response = &mut first => panic!("the first request was answered ({}) before the issuer", response.status),
+        () = server.fetched(1) => {}
+    }
+    drop(first);
+    // The second arrives meanwhile and, polled once, waits for the same
+    // fetch; then the issuer answers.
+    let mut second = Box::pin(app.send(request(&Jwt::rs256().encode(), 2)));
+    tokio::select! {
+        biased;
+        response = &mut second => panic!("the second request was answered ({}) before the issuer", response.status),
+        () = std::future::ready(()) => {}
+    }
+    server.release();
+    let second = promptly("the request beside a dropped one", second).await;
 
-    assert!(
-        first.is_err(),
-        "the first request was answered before it was dropped"
-    );
     assert_eq!(app.stored(1).await, None, "the dropped request stored a plant");
     assert_outcome(&app, &second, 2, Expect::Created, "beside a dropped request").await;
     assert_eq!(
@@ -461,8 +515,10 @@ async fn a_request_dropped_while_it_waits_for_the_keys_loses_no_fetch_and_holds_
 #[tokio::test]
 async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_50302_before_it() {
     let server = JwksServer::start(standard_jwks()).await;
-    server.serve(|served| served.delay = Duration::from_secs(5));
-    let app = app(&server, JwksPolicy::default()).await;
+    // The issuer never answers, and the fetch never times out (`patient`):
+    // only the deadline can end the wait.
+    server.hold();
+    let app = app(&server, patient()).await;
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970")
@@ -472,14 +528,12 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
     context.deadline = u64::try_from(now_ms).expect("fits") + 600;
 
     let started = Instant::now();
-    let response: crate::fuzz_targets::JsonResponse = app
-        .app
-        .handle(lambda_http::RequestExt::with_lambda_context(
-            request(&Jwt::rs256().encode(), 1),
-            context,
-        ))
-        .await
-        .into();
+    let handled = app.app.handle(lambda_http::RequestExt::with_lambda_context(
+        request(&Jwt::rs256().encode(), 1),
+        context,
+    ));
+    let response: crate::fuzz_targets::JsonResponse =
+        promptly("a request whose deadline comes", handled).await.into();
     let elapsed = started.elapsed();
 
     assert_eq!(response.status, 503);
@@ -488,9 +542,11 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
         response.body,
         json!({ "error": 50302, "message": "the request could not be completed in time; retry it (a retry of the same create is safe)" })
     );
-    // 600 ms less the 250 ms the answer is given, not the fetch's 1.5 s.
+    // Not before the cut, 250 ms before the deadline: 350 ms from `now_ms`
+    // (a timer never ends early). Where the cut lies is deadline.rs's
+    // tests' to check; a late machine may answer later, never earlier.
     assert!(
-        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_millis(550),
+        elapsed >= Duration::from_millis(300),
         "answered after {elapsed:?}"
     );
     assert_eq!(app.stored(1).await, None, "nothing was written");

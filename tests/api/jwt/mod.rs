@@ -1,7 +1,10 @@
 //! JWT access tokens through the real handler and DynamoDB Local. The keys
 //! (RSA 2048, P-256) are generated when the tests start and the JWKS is
 //! served by the test itself on loopback, so the tests can switch it off,
-//! count its fetches, rotate its keys and make it misbehave.
+//! count its fetches, rotate its keys, make it misbehave, and hold its
+//! answers back until they release them: a request answered while the
+//! issuer holds everything back did not wait for the issuer, however slow
+//! the machine.
 
 use std::fmt::Write as _;
 use std::io;
@@ -25,6 +28,7 @@ use plant_store::config::Config;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 
 use crate::helpers::{Captured, DEV_TOKEN, Event, TestApp, TestResponse, assert_item};
 use crate::startup::start_the_function;
@@ -42,6 +46,19 @@ const AUDIENCE: &str = "https://plants.example";
 const CLIENT_ID: &str = "app-client-1";
 const SCOPE: &str = "plants:write";
 const OCT_SECRET: &[u8] = b"a shared secret that the JWKS gives to everyone";
+/// An interval no test outlives: what must not happen within an interval is
+/// tested with this one, so that no delay of the machine can end it early.
+const HOUR: Duration = Duration::from_secs(3600);
+/// How long a test waits for something that must happen by itself before
+/// it fails: only a hang comes near it.
+const HANG: Duration = Duration::from_secs(30);
+
+/// `future`, which must end by itself; a hang fails the test, saying `what`.
+async fn promptly<F: Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(HANG, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: still waiting after {HANG:?}"))
+}
 
 // ---------------------------------------------------------------------------
 // Keys and tokens.
@@ -244,8 +261,12 @@ struct Served {
 
 struct Shared {
     served: Mutex<Served>,
-    jwks_fetches: AtomicUsize,
+    /// The JWKS requests that have arrived, answered or not.
+    jwks_fetches: watch::Sender<usize>,
     discovery_fetches: AtomicUsize,
+    /// While `true`, every request that arrives waits for it to be `false`
+    /// before it is answered.
+    held: watch::Sender<bool>,
 }
 
 /// An HTTP/1.1 server on loopback, one response per connection.
@@ -269,8 +290,9 @@ impl JwksServer {
                 discovery_issuer: None,
                 discovery_jwks_uri: None,
             }),
-            jwks_fetches: AtomicUsize::new(0),
+            jwks_fetches: watch::Sender::new(0),
             discovery_fetches: AtomicUsize::new(0),
+            held: watch::Sender::new(false),
         });
         tokio::spawn(serve(listener, Arc::clone(&shared), base_url.clone()));
         Self { base_url, shared }
@@ -284,8 +306,27 @@ impl JwksServer {
         change(&mut self.shared.served.lock().expect("server state"));
     }
 
+    /// The JWKS requests that have arrived so far, answered or not.
     fn fetches(&self) -> usize {
-        self.shared.jwks_fetches.load(Ordering::SeqCst)
+        *self.shared.jwks_fetches.borrow()
+    }
+
+    /// Returns once `count` JWKS requests have arrived.
+    async fn fetched(&self, count: usize) {
+        let mut fetches = self.shared.jwks_fetches.subscribe();
+        let arrived = fetches.wait_for(|&fetches| fetches >= count);
+        let _ = promptly(&format!("JWKS request {count}"), arrived).await;
+    }
+
+    /// Answers nothing from now on (a request arriving is still counted)
+    /// until `release`.
+    fn hold(&self) {
+        self.shared.held.send_replace(true);
+    }
+
+    /// Answers every request held back, and those to come.
+    fn release(&self) {
+        self.shared.held.send_replace(false);
     }
 
     fn discovery_fetches(&self) -> usize {
@@ -313,7 +354,7 @@ async fn answer(mut stream: TcpStream, shared: Arc<Shared>, base_url: String) ->
     let served = shared.served.lock().expect("server state").clone();
     let (status, body) = match path.as_str() {
         "/jwks.json" => {
-            shared.jwks_fetches.fetch_add(1, Ordering::SeqCst);
+            shared.jwks_fetches.send_modify(|fetches| *fetches += 1);
             (served.status, served.jwks.clone())
         }
         "/.well-known/openid-configuration" => {
@@ -326,6 +367,8 @@ async fn answer(mut stream: TcpStream, shared: Arc<Shared>, base_url: String) ->
         }
         _ => (404, String::new()),
     };
+    // The sender lives as long as `shared`, so this cannot fail.
+    let _ = shared.held.subscribe().wait_for(|&held| !held).await;
     tokio::time::sleep(served.delay).await;
     if served.reset {
         return Ok(());
@@ -353,9 +396,19 @@ fn verifier(server: &JwksServer, policy: JwksPolicy) -> JwtVerifier {
     JwtVerifier::with_policy(settings, policy).expect("an HTTP client")
 }
 
-/// The default policy with `change` made.
+/// The default policy, except that a fetch never times out: the tests that
+/// do not test the timeout are not at the mercy of a test process frozen
+/// for a second and a half while its own JWKS stand-in answers.
+fn patient() -> JwksPolicy {
+    JwksPolicy {
+        timeout: HOUR,
+        ..JwksPolicy::default()
+    }
+}
+
+/// The `patient` policy with `change` made.
 fn quick(change: impl FnOnce(&mut JwksPolicy)) -> JwksPolicy {
-    let mut policy = JwksPolicy::default();
+    let mut policy = patient();
     change(&mut policy);
     policy
 }
@@ -365,7 +418,7 @@ fn quick(change: impl FnOnce(&mut JwksPolicy)) -> JwksPolicy {
 /// that lacks the required scope, i.e. the 403.
 pub(crate) async fn verifier_and_token_without_scope() -> (JwksServer, JwtVerifier, String) {
     let server = JwksServer::start(standard_jwks()).await;
-    let verifier = verifier(&server, JwksPolicy::default());
+    let verifier = verifier(&server, patient());
     let token = Jwt::rs256().claim("scope", json!("openid")).encode();
     (server, verifier, token)
 }

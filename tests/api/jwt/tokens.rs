@@ -6,7 +6,7 @@ use super::*;
 async fn every_kind_of_token_gets_its_documented_answer() {
     use Expect::{Created, InsufficientScope, InvalidToken, NoCredentials};
     let server = JwksServer::start(standard_jwks()).await;
-    let app = app(&server, JwksPolicy::default()).await;
+    let app = app(&server, patient()).await;
     let now = now();
     let rsa_public_key = keys().rsa.public_key().as_ref().to_vec();
     // A good RS256 access token with one header parameter or claim changed
@@ -156,7 +156,7 @@ async fn every_kind_of_token_gets_its_documented_answer() {
 #[tokio::test]
 async fn malformed_bearer_values_are_invalid_tokens_without_a_fetch() {
     let server = JwksServer::start(standard_jwks()).await;
-    let app = app(&server, JwksPolicy::default()).await;
+    let app = app(&server, patient()).await;
     let good = Jwt::rs256().encode();
     let (header, rest) = good.split_once('.').expect("a JWT");
     let payload = rest.split_once('.').expect("a JWT").0;

@@ -557,22 +557,31 @@ mod tests {
     /// the daemon; leaked, as the process's tracer lives as long as it.
     fn daemon() -> (&'static Tracer, std::net::UdpSocket) {
         let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        listener
-            .set_read_timeout(Some(std::time::Duration::from_millis(500)))
-            .unwrap();
         let tracer = Tracer::new(listener.local_addr().unwrap(), "orders-eu").unwrap();
         (Box::leak(Box::new(tracer)), listener)
     }
 
-    /// Every document received until half a second passes with none.
-    fn documents(listener: &std::net::UdpSocket) -> Vec<serde_json::Value> {
+    /// The `expected` documents sent, waited for as long as only a hang
+    /// takes, then any more already there: the tracer has sent them all by
+    /// now, and loopback delivers a datagram as it is sent.
+    fn documents(listener: &std::net::UdpSocket, expected: usize) -> Vec<serde_json::Value> {
         let mut buffer = [0; 65_536];
         let mut documents = Vec::new();
-        while let Ok(length) = listener.recv(&mut buffer) {
+        let mut receive = |documents: &mut Vec<serde_json::Value>| {
+            let length = listener.recv(&mut buffer).ok()?;
             let text = std::str::from_utf8(&buffer[..length]).unwrap();
             let (_, document) = text.split_once('\n').unwrap();
             documents.push(serde_json::from_str(document).unwrap());
+            Some(())
+        };
+        listener
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        while documents.len() < expected {
+            receive(&mut documents).expect("a document within 30 s");
         }
+        listener.set_nonblocking(true).unwrap();
+        while receive(&mut documents).is_some() {}
         documents
     }
 
@@ -631,7 +640,7 @@ mod tests {
         })
         .await;
 
-        let documents = documents(&listener);
+        let documents = documents(&listener, 1);
         assert_eq!(documents.len(), 1, "{documents:#?}");
         let mut document = documents[0].clone();
         let id = document["id"].take();
@@ -655,7 +664,7 @@ mod tests {
 
         scope_with(Some(tracer), Some(SAMPLED), async {}).await;
 
-        let documents = documents(&listener);
+        let documents = documents(&listener, 1);
         assert_eq!(documents.len(), 1);
         assert_eq!(documents[0]["fault"], true);
         assert_eq!(documents[0]["cause"]["exceptions"][0]["type"], "NoAnswer");
@@ -691,7 +700,7 @@ mod tests {
             error: None,
         });
 
-        assert_eq!(documents(&listener), Vec::<serde_json::Value>::new());
+        assert_eq!(documents(&listener, 0), Vec::<serde_json::Value>::new());
     }
 
     #[tokio::test]
@@ -713,7 +722,7 @@ mod tests {
         })
         .await;
 
-        let documents = documents(&listener);
+        let documents = documents(&listener, 4);
         assert_eq!(documents.len(), 4, "{documents:#?}");
         let handler = &documents[3];
         for call in &documents[..3] {

@@ -116,8 +116,6 @@ pub(crate) struct Posted {
     pub path: String,
     pub headers: HashMap<String, String>,
     pub body: Value,
-    /// When the stand-in had read it, by the wall clock deadlines use.
-    pub received: SystemTime,
 }
 
 impl Posted {
@@ -450,12 +448,7 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                 state.changed.notify_all();
             }
             let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let _ = posted.send(Posted {
-                path,
-                headers,
-                body,
-                received: SystemTime::now(),
-            });
+            let _ = posted.send(Posted { path, headers, body });
             const ACCEPTED: &str = r#"{"status":"OK"}"#;
             write!(
                 writer,
@@ -497,11 +490,6 @@ pub(crate) fn answer_for<'a>(answers: &'a [Posted], invocation: &Invocation) -> 
         invocation.id
     );
     found[0]
-}
-
-/// Milliseconds since the Unix epoch, as Lambda's deadlines count.
-pub(crate) fn ms_since_epoch(time: SystemTime) -> u64 {
-    u64::try_from(time.duration_since(UNIX_EPOCH).expect("after 1970").as_millis()).expect("fits")
 }
 
 pub(crate) fn invocations(count: usize, event: impl Fn(usize) -> Value) -> Vec<Invocation> {
