@@ -1,0 +1,372 @@
+//! The process's link to the endpoint Lambda runs beside the function at
+//! `AWS_XRAY_DAEMON_ADDRESS`: a UDP socket, the resource and scope encoded
+//! once, span ids, and the datagrams, as ADOT's Lambda exporter writes
+//! them: `{"format":"json","version":1}`, a newline, `T1S` (sampled) or
+//! `T1U` (unsampled, sent only for Application Signals), then the base64
+//! of an OTLP `ExportTraceServiceRequest` of at most ten spans.
+
+use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use lambda_http::tracing;
+
+use super::otlp::{self, Value};
+
+/// Where Lambda says its X-Ray daemon (now its OTLP-over-UDP endpoint too)
+/// listens.
+pub const DAEMON_ADDRESS: &str = "AWS_XRAY_DAEMON_ADDRESS";
+
+/// ADOT's switch for Application Signals: when `true`, invocations Lambda
+/// did not sample send their spans too, marked `T1U`, so that Application
+/// Signals counts every request.
+pub const APPLICATION_SIGNALS: &str = "OTEL_AWS_APPLICATION_SIGNALS_ENABLED";
+
+/// The line that opens every datagram to the daemon.
+const DAEMON_HEADER: &[u8] = b"{\"format\":\"json\",\"version\":1}\n";
+
+/// At most this many spans in one datagram, as ADOT batches on Lambda.
+pub const MAX_SPANS_PER_DATAGRAM: usize = 10;
+
+/// A datagram stays under the daemon's 64 KB buffer.
+const MAX_DATAGRAM: usize = 64_000;
+
+/// The Lambda environment the resource attributes come from, as ADOT's
+/// Lambda layer sets `OTEL_RESOURCE_ATTRIBUTES` from it.
+#[derive(Debug, Default, Clone)]
+pub struct Environment {
+    pub region: Option<String>,
+    pub function_name: Option<String>,
+    pub function_version: Option<String>,
+    pub log_stream_name: Option<String>,
+    pub log_group_name: Option<String>,
+    pub application_signals: bool,
+}
+
+impl Environment {
+    /// Lambda's own variables (and ADOT's switch), read once at start-up.
+    pub fn from_env() -> Self {
+        let get = |name| {
+            std::env::var(name)
+                .ok()
+                .filter(|value: &String| !value.is_empty())
+        };
+        Self {
+            region: get("AWS_REGION"),
+            function_name: get("AWS_LAMBDA_FUNCTION_NAME"),
+            function_version: get("AWS_LAMBDA_FUNCTION_VERSION"),
+            log_stream_name: get("AWS_LAMBDA_LOG_STREAM_NAME"),
+            log_group_name: get("AWS_LAMBDA_LOG_GROUP_NAME"),
+            application_signals: get(APPLICATION_SIGNALS)
+                .is_some_and(|value| value.trim().eq_ignore_ascii_case("true")),
+        }
+    }
+}
+
+/// Built once at start-up; shared by every invocation.
+pub struct Tracer {
+    socket: UdpSocket,
+    daemon: SocketAddr,
+    service: String,
+    /// The SERVER span's name: the function's name, as ADOT and the FaaS
+    /// conventions name it (the service's when there is no function).
+    server_name: String,
+    /// `aws.local.operation`: `<function>/FunctionHandler`, as ADOT sets it
+    /// for a Lambda function.
+    local_operation: String,
+    application_signals: bool,
+    resource: Vec<u8>,
+    scope: Vec<u8>,
+    ids: RandomState,
+    next_id: AtomicU64,
+    warned: AtomicBool,
+}
+
+impl fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tracer")
+            .field("daemon", &self.daemon)
+            .field("service", &self.service)
+            .field("application_signals", &self.application_signals)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why `AWS_XRAY_DAEMON_ADDRESS` cannot be used.
+#[derive(Debug)]
+pub enum DaemonError {
+    Address(String),
+    Socket(io::Error),
+}
+
+impl fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Address(value) => write!(
+                f,
+                "{DAEMON_ADDRESS} is {value:?}, not host:port (or udp:host:port tcp:host:port)"
+            ),
+            Self::Socket(err) => write!(f, "cannot open a UDP socket to the X-Ray daemon: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for DaemonError {}
+
+impl Tracer {
+    /// The endpoint `AWS_XRAY_DAEMON_ADDRESS` names, read once at start-up
+    /// with the rest of Lambda's environment: `None` when it is unset
+    /// (tracing is off, not wanted). An address that cannot be used is an
+    /// error for the caller to log: tracing is never a reason not to serve.
+    pub fn from_env(service: &str) -> Option<Result<Self, DaemonError>> {
+        let value = std::env::var(DAEMON_ADDRESS)
+            .ok()
+            .filter(|value| !value.trim().is_empty())?;
+        Some(daemon_address(&value).and_then(|daemon| Self::with(daemon, service, &Environment::from_env())))
+    }
+
+    /// A tracer sending to `daemon`, outside Lambda (no function, no
+    /// Application Signals).
+    pub fn new(daemon: SocketAddr, service: &str) -> Result<Self, DaemonError> {
+        Self::with(daemon, service, &Environment::default())
+    }
+
+    /// A tracer sending to `daemon` from an ephemeral port of its own, its
+    /// resource that of `environment`.
+    pub fn with(daemon: SocketAddr, service: &str, environment: &Environment) -> Result<Self, DaemonError> {
+        let any: SocketAddr = if daemon.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            ([0u16; 8], 0).into()
+        };
+        let socket = UdpSocket::bind(any).map_err(DaemonError::Socket)?;
+        socket.connect(daemon).map_err(DaemonError::Socket)?;
+        // Never wait on the daemon: a full buffer loses spans, not time.
+        socket.set_nonblocking(true).map_err(DaemonError::Socket)?;
+        let function = environment.function_name.as_deref();
+        Ok(Self {
+            socket,
+            daemon,
+            service: service.to_owned(),
+            server_name: function.unwrap_or(service).to_owned(),
+            local_operation: format!("{}/FunctionHandler", function.unwrap_or(service)),
+            application_signals: environment.application_signals,
+            resource: resource(service, environment),
+            scope: otlp::scope(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+            ids: RandomState::new(),
+            next_id: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
+        })
+    }
+
+    /// Sends the spans of invocations Lambda did not sample too, as `T1U`
+    /// (what `OTEL_AWS_APPLICATION_SIGNALS_ENABLED=true` turns on).
+    #[must_use]
+    pub fn with_application_signals(mut self, on: bool) -> Self {
+        self.application_signals = on;
+        self
+    }
+
+    pub fn service(&self) -> &str {
+        &self.service
+    }
+
+    pub fn server_name(&self) -> &str {
+        &self.server_name
+    }
+
+    pub fn local_operation(&self) -> &str {
+        &self.local_operation
+    }
+
+    pub fn application_signals(&self) -> bool {
+        self.application_signals
+    }
+
+    /// A fresh span id: a counter through SipHash with this process's
+    /// random keys, so unique within the process and unpredictable across.
+    pub fn id(&self) -> [u8; 8] {
+        loop {
+            let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let id = self.ids.hash_one(n);
+            // An all-zero span id is invalid.
+            if id != 0 {
+                return id.to_be_bytes();
+            }
+        }
+    }
+
+    /// Sends `spans` (each an encoded `Span` as field 2 of `ScopeSpans`)
+    /// in as few datagrams as ten spans each and the size limit allow. A
+    /// failure (no daemon listening, a full buffer) loses them and is
+    /// logged once per process.
+    pub fn send(&self, spans: &[&[u8]], sampled: bool) {
+        let mut datagram = Vec::with_capacity(4096);
+        let mut request = Vec::with_capacity(3072);
+        let fixed = self.resource.len() + self.scope.len();
+        let mut rest = spans;
+        while !rest.is_empty() {
+            // As many spans as fit, at least one: one span alone over the
+            // limit is dropped (it cannot be, with the lengths of ours).
+            let mut count = 0;
+            let mut bytes = 0;
+            while count < rest.len().min(MAX_SPANS_PER_DATAGRAM)
+                && (count == 0
+                    || datagram_len(otlp::request_len(
+                        self.resource.len(),
+                        self.scope.len(),
+                        bytes + rest[count].len(),
+                    )) <= MAX_DATAGRAM)
+            {
+                bytes += rest[count].len();
+                count += 1;
+            }
+            let (these, later) = rest.split_at(count);
+            rest = later;
+            if datagram_len(otlp::request_len(self.resource.len(), self.scope.len(), bytes)) > MAX_DATAGRAM {
+                self.warn_once(&io::Error::other(format!(
+                    "a span of {bytes} bytes is over the datagram's limit"
+                )));
+                continue;
+            }
+            request.clear();
+            request.reserve(fixed + bytes + 16);
+            otlp::request(&mut request, &self.resource, &self.scope, these.iter().copied());
+            datagram.clear();
+            datagram.extend_from_slice(DAEMON_HEADER);
+            datagram.extend_from_slice(if sampled { b"T1S" } else { b"T1U" });
+            let start = datagram.len();
+            datagram.resize(start + base64_len(request.len()), 0);
+            // The buffer was sized for exactly this encoding.
+            if STANDARD.encode_slice(&request, &mut datagram[start..]).is_err() {
+                continue;
+            }
+            if let Err(err) = self.socket.send(&datagram) {
+                self.warn_once(&err);
+            }
+        }
+    }
+
+    fn warn_once(&self, err: &io::Error) {
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                daemon = %self.daemon,
+                cause = %err,
+                "could not send spans to the X-Ray daemon's endpoint; this is logged once, later losses are not"
+            );
+        }
+    }
+}
+
+fn base64_len(bytes: usize) -> usize {
+    bytes.div_ceil(3) * 4
+}
+
+fn datagram_len(request: usize) -> usize {
+    DAEMON_HEADER.len() + 3 + base64_len(request)
+}
+
+/// The resource attributes ADOT's Lambda layer sets (`service.name`,
+/// `cloud.*`, `faas.*`, `aws.log.group.names`) and those an SDK gives
+/// (`telemetry.sdk.*`), with ADOT's `aws.local.service`.
+fn resource(service: &str, environment: &Environment) -> Vec<u8> {
+    let mut attributes = vec![
+        ("service.name", Value::Str(service)),
+        ("telemetry.sdk.name", Value::Str(env!("CARGO_PKG_NAME"))),
+        ("telemetry.sdk.language", Value::Str("rust")),
+        ("telemetry.sdk.version", Value::Str(env!("CARGO_PKG_VERSION"))),
+        ("cloud.provider", Value::Str("aws")),
+        ("cloud.platform", Value::Str("aws_lambda")),
+    ];
+    for (key, value) in [
+        ("cloud.region", &environment.region),
+        ("faas.name", &environment.function_name),
+        ("faas.version", &environment.function_version),
+        ("faas.instance", &environment.log_stream_name),
+        // A string, as ADOT sends it and Application Signals documents it
+        // (several names joined by `&`), not the conventions' string[]:
+        // docs/tracing.md, "Decisions".
+        ("aws.log.group.names", &environment.log_group_name),
+    ] {
+        if let Some(value) = value {
+            attributes.push((key, Value::Str(value)));
+        }
+    }
+    attributes.push(("aws.local.service", Value::Str(service)));
+    otlp::resource(&attributes)
+}
+
+/// `host:port`, as Lambda sets it, or the two-address form the X-Ray SDKs
+/// also accept (`udp:host:port tcp:host:port`), of which the UDP one.
+fn daemon_address(value: &str) -> Result<SocketAddr, DaemonError> {
+    let value = value.trim();
+    let udp = if value.contains(' ') {
+        value
+            .split_whitespace()
+            .find_map(|part| part.strip_prefix("udp:"))
+            .ok_or_else(|| DaemonError::Address(value.to_owned()))?
+    } else {
+        value
+    };
+    if let Ok(address) = udp.parse() {
+        return Ok(address);
+    }
+    // A host name (`localhost:2000`): resolved once, here, at start-up.
+    udp.to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .ok_or_else(|| DaemonError::Address(value.to_owned()))
+}
+
+/// Now, in nanoseconds since the Unix epoch, as OTLP wants times.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_nanos()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_eight_bytes_never_zero_and_never_repeat_in_a_process() {
+        let tracer = Tracer::new("127.0.0.1:9".parse().unwrap(), "s").unwrap();
+        let ids: std::collections::HashSet<[u8; 8]> = (0..10_000).map(|_| tracer.id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        assert!(!ids.contains(&[0; 8]));
+    }
+
+    #[test]
+    fn the_daemon_address_is_host_and_port_or_the_udp_half_of_the_two_address_form() {
+        for (value, expected) in [
+            ("169.254.79.129:2000", Some("169.254.79.129:2000")),
+            (" 127.0.0.1:2000 ", Some("127.0.0.1:2000")),
+            ("tcp:127.0.0.1:2000 udp:127.0.0.2:2001", Some("127.0.0.2:2001")),
+            ("tcp:127.0.0.1:2000 other", None),
+            ("169.254.79.129", None),
+            ("not an address", None),
+        ] {
+            let parsed = daemon_address(value).ok().map(|address| address.to_string());
+            assert_eq!(parsed.as_deref(), expected, "{value:?}");
+        }
+        let named = daemon_address("localhost:2000").unwrap();
+        assert!(named.ip().is_loopback() && named.port() == 2000, "{named}");
+    }
+
+    #[test]
+    fn base64_lengths_are_those_of_padded_base64() {
+        for length in [0, 1, 2, 3, 4, 100, 3000] {
+            assert_eq!(
+                base64_len(length),
+                STANDARD.encode(vec![0; length]).len(),
+                "{length}"
+            );
+        }
+    }
+}
