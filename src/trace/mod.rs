@@ -1130,19 +1130,21 @@ mod tests {
         let uri: Uri = "https://issuer.example/jwks".parse().unwrap();
         let (release, released) = tokio::sync::oneshot::channel::<()>();
 
-        let later = scope_with(Some(tracer), Some(SAMPLED), async {
+        let mut fetch = None;
+        scope_with(Some(tracer), Some(SAMPLED), async {
             answered(answer(503, Some(50302)));
-            tokio::spawn(carried(carry(), async move {
+            // The request stops waiting for the fetch: answered at its deadline.
+            fetch = Some(tokio::spawn(carried(carry(), async move {
                 let _ = remote_call(&uri, async {
                     let _ = released.await;
                     Ok::<_, String>(Response::new(()))
                 })
                 .await;
-            }))
+            })));
         })
         .await;
         let _ = release.send(());
-        later.await.unwrap();
+        fetch.unwrap().await.unwrap();
 
         let datagrams = datagrams(&listener);
         assert_eq!(datagrams.len(), 2, "{datagrams:#?}");

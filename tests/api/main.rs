@@ -21,4 +21,4 @@ mod runtime_api;
 mod runtime_fake;
 mod startup;
 mod telemetry;
-mod xray;
+mod traces;
