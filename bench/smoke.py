@@ -78,8 +78,8 @@ def span_problems(subject, datagrams, invocations, calls, roots=None):
         problems.append(f"datagrams marked {sorted(marks)} for sampled invocations")
     if (len(datagrams), len(servers), len(puts), len(spans)) != (invocations, invocations, calls, invocations + calls):
         problems.append(
-            f"{len(datagrams)} datagrams, {len(spans)} spans: {len(servers)} SERVER spans for {invocations} invocations, "
-            f"{len(puts)} PutItem spans for {calls} calls"
+            f"{len(datagrams)} datagrams, {len(spans)} spans: {len(servers)} SERVER spans "
+            f"for {invocations} invocations, {len(puts)} PutItem spans for {calls} calls"
         )
     if crossed := [batch for _, batch in datagrams if len({s.trace_id for s in batch}) != 1]:
         problems.append(f"{len(crossed)} datagrams with the spans of more than one trace")

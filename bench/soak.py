@@ -84,9 +84,7 @@ def main(argv=None):
         "--profile", choices=("release", "debug"), default="release", help="build to soak (default release)"
     )
     parser.add_argument("--binary", help="soak this binary instead of building one")
-    parser.add_argument(
-        "--sampled", action="store_true", help="every invocation sampled for X-Ray (its spans sent)"
-    )
+    parser.add_argument("--sampled", action="store_true", help="every invocation sampled for X-Ray (its spans sent)")
     args = parser.parse_args(argv)
     if shutil.which("java") is None:
         fail("java is needed for DynamoDB Local: install a Java 17+ runtime")
