@@ -67,26 +67,20 @@ impl Intercept for AwsSubsegments {
         let Some(metadata) = cfg.load::<Metadata>() else {
             return Ok(());
         };
-        // `Service.Operation`, the service's name as the SDK spells it
-        // (`DynamoDB`), as ADOT names the span.
         let input = context.input();
-        let call = Call::open(
-            || format!("{}.{}", metadata.service(), metadata.name()),
-            || Target::Aws {
-                service: metadata.service().to_owned(),
-                operation: metadata.name().to_owned(),
-                region: cfg.load::<Region>().map(|region| region.as_ref().to_owned()),
-                table_name: input
-                    .downcast_ref::<PutItemInput>()
-                    .and_then(PutItemInput::table_name)
-                    .or_else(|| {
-                        input
-                            .downcast_ref::<DescribeTableInput>()
-                            .and_then(DescribeTableInput::table_name)
-                    })
-                    .map(str::to_owned),
-            },
-        );
+        let call = Call::open(|| Target::Aws {
+            metadata: metadata.clone(),
+            region: cfg.load::<Region>().cloned(),
+            table_name: input
+                .downcast_ref::<PutItemInput>()
+                .and_then(PutItemInput::table_name)
+                .or_else(|| {
+                    input
+                        .downcast_ref::<DescribeTableInput>()
+                        .and_then(DescribeTableInput::table_name)
+                })
+                .map(str::to_owned),
+        });
         if let Some(call) = call {
             cfg.interceptor_state().store_put(InFlight(Some(call)));
         }

@@ -5,6 +5,7 @@
 //! `T1U` (unsampled, sent only for Application Signals), then the base64
 //! of an OTLP `ExportTraceServiceRequest` of at most ten spans.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::io;
@@ -35,6 +36,11 @@ pub const MAX_SPANS_PER_DATAGRAM: usize = 10;
 
 /// A datagram stays under the daemon's 64 KB buffer.
 const MAX_DATAGRAM: usize = 64_000;
+
+thread_local! {
+    /// The request and the datagram being written, kept between sends.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
 
 /// The Lambda environment the resource attributes come from, as ADOT's
 /// Lambda layer sets `OTEL_RESOURCE_ATTRIBUTES` from it.
@@ -201,55 +207,52 @@ impl Tracer {
         }
     }
 
-    /// Sends `spans` (each an encoded `Span` as field 2 of `ScopeSpans`)
-    /// in as few datagrams as ten spans each and the size limit allow. A
-    /// failure (no daemon listening, a full buffer) loses them and is
-    /// logged once per process.
-    pub fn send(&self, spans: &[&[u8]], sampled: bool) {
-        let mut datagram = Vec::with_capacity(4096);
-        let mut request = Vec::with_capacity(3072);
-        let fixed = self.resource.len() + self.scope.len();
-        let mut rest = spans;
-        while !rest.is_empty() {
-            // As many spans as fit, at least one: one span alone over the
-            // limit is dropped (it cannot be, with the lengths of ours).
-            let mut count = 0;
-            let mut bytes = 0;
-            while count < rest.len().min(MAX_SPANS_PER_DATAGRAM)
-                && (count == 0
-                    || datagram_len(otlp::request_len(
-                        self.resource.len(),
-                        self.scope.len(),
-                        bytes + rest[count].len(),
-                    )) <= MAX_DATAGRAM)
-            {
-                bytes += rest[count].len();
-                count += 1;
+    /// Sends the spans encoded in `bytes` (each a `Span` as field 2 of
+    /// `ScopeSpans`, the n-th ending at `ends[n]`) in as few datagrams as
+    /// ten spans each and the size limit allow. A failure (no daemon
+    /// listening, a full buffer) loses them and is logged once per process.
+    pub fn send(&self, bytes: &[u8], ends: &[usize], sampled: bool) {
+        let (resource, scope) = (self.resource.len(), self.scope.len());
+        SCRATCH.with_borrow_mut(|(request, datagram)| {
+            let mut first = 0;
+            while first < ends.len() {
+                let start = if first == 0 { 0 } else { ends[first - 1] };
+                // As many spans as fit, at least one.
+                let mut last = first;
+                while last + 1 < ends.len()
+                    && last + 1 - first < MAX_SPANS_PER_DATAGRAM
+                    && datagram_len(otlp::request_len(resource, scope, ends[last + 1] - start))
+                        <= MAX_DATAGRAM
+                {
+                    last += 1;
+                }
+                let spans = &bytes[start..ends[last]];
+                first = last + 1;
+                if datagram_len(otlp::request_len(resource, scope, spans.len())) > MAX_DATAGRAM {
+                    // One span alone over the limit: it cannot be, with the
+                    // lengths of ours' messages kept short.
+                    self.warn_once(&io::Error::other(format!(
+                        "a span of {} bytes is over the datagram's limit",
+                        spans.len()
+                    )));
+                    continue;
+                }
+                request.clear();
+                otlp::request(request, &self.resource, &self.scope, std::iter::once(spans));
+                datagram.clear();
+                datagram.extend_from_slice(DAEMON_HEADER);
+                datagram.extend_from_slice(if sampled { b"T1S" } else { b"T1U" });
+                let at = datagram.len();
+                datagram.resize(at + base64_len(request.len()), 0);
+                // The buffer was sized for exactly this encoding.
+                if STANDARD.encode_slice(&request[..], &mut datagram[at..]).is_err() {
+                    continue;
+                }
+                if let Err(err) = self.socket.send(datagram) {
+                    self.warn_once(&err);
+                }
             }
-            let (these, later) = rest.split_at(count);
-            rest = later;
-            if datagram_len(otlp::request_len(self.resource.len(), self.scope.len(), bytes)) > MAX_DATAGRAM {
-                self.warn_once(&io::Error::other(format!(
-                    "a span of {bytes} bytes is over the datagram's limit"
-                )));
-                continue;
-            }
-            request.clear();
-            request.reserve(fixed + bytes + 16);
-            otlp::request(&mut request, &self.resource, &self.scope, these.iter().copied());
-            datagram.clear();
-            datagram.extend_from_slice(DAEMON_HEADER);
-            datagram.extend_from_slice(if sampled { b"T1S" } else { b"T1U" });
-            let start = datagram.len();
-            datagram.resize(start + base64_len(request.len()), 0);
-            // The buffer was sized for exactly this encoding.
-            if STANDARD.encode_slice(&request, &mut datagram[start..]).is_err() {
-                continue;
-            }
-            if let Err(err) = self.socket.send(&datagram) {
-                self.warn_once(&err);
-            }
-        }
+        });
     }
 
     fn warn_once(&self, err: &io::Error) {

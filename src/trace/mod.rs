@@ -29,13 +29,15 @@
 //! scope ends, the SERVER span ends, with what [`answered`] recorded, and
 //! the batch goes out: one datagram for the invocation.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextMut;
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, Region, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use lambda_http::http::{Response, Uri};
 
 mod aws;
@@ -164,7 +166,7 @@ impl Spans {
             drop(batch);
             let mut alone = Vec::with_capacity(1024);
             encode(&mut alone);
-            self.tracer.send(&[&alone], self.sampled);
+            self.tracer.send(&alone, &[alone.len()], self.sampled);
             return;
         }
         encode(&mut batch.bytes);
@@ -178,13 +180,7 @@ impl Spans {
         if std::mem::replace(&mut batch.sent, true) {
             return;
         }
-        let mut spans: Vec<&[u8]> = Vec::with_capacity(batch.ends.len());
-        let mut start = 0;
-        for &end in &batch.ends {
-            spans.push(&batch.bytes[start..end]);
-            start = end;
-        }
-        self.tracer.send(&spans, self.sampled);
+        self.tracer.send(&batch.bytes, &batch.ends, self.sampled);
     }
 
     /// The attributes every span of ours carries for Application Signals.
@@ -213,7 +209,7 @@ impl Drop for Invocation {
                     trace_id: spans.trace_id,
                     span_id: spans.server_id,
                     parent_span_id: server.parent,
-                    name: spans.tracer.server_name(),
+                    name: &[spans.tracer.server_name()],
                     kind: Kind::Server,
                     start_unix_nano: server.started,
                     end_unix_nano: end,
@@ -394,13 +390,11 @@ pub fn answered(answer: Answer<'_>) {
         }
         attribute("faas.coldstart", Value::Bool(answer.cold_start));
         attribute("http.request.method", Value::Str(answer.method));
-        attribute("http.method", Value::Str(answer.method));
         if let Some(route) = answer.route {
             attribute("http.route", Value::Str(route));
         }
         let status = i64::from(answer.status);
         attribute("http.response.status_code", Value::Int(status));
-        attribute("http.status_code", Value::Int(status));
         // A server span is an error on a 5xx only (the HTTP conventions):
         // a 4xx is the client's.
         let failed = answer.status >= 500;
@@ -429,7 +423,6 @@ struct Call {
     spans: Spans,
     id: [u8; 8],
     start: u64,
-    name: String,
     target: Target,
     ended: bool,
 }
@@ -438,9 +431,9 @@ struct Call {
 #[derive(Debug)]
 enum Target {
     Aws {
-        service: String,
-        operation: String,
-        region: Option<String>,
+        /// The SDK's service (`DynamoDB`) and operation (`PutItem`).
+        metadata: Metadata,
+        region: Option<Region>,
         table_name: Option<String>,
     },
     Http {
@@ -462,7 +455,7 @@ struct Ending<'a> {
 impl Call {
     /// A CLIENT span under the invocation's SERVER span, if the calling task
     /// serves a traced invocation.
-    fn open(name: impl FnOnce() -> String, target: impl FnOnce() -> Target) -> Option<Self> {
+    fn open(target: impl FnOnce() -> Target) -> Option<Self> {
         CURRENT
             .try_with(|invocation| {
                 let spans = invocation.spans.as_ref()?;
@@ -470,7 +463,6 @@ impl Call {
                     id: spans.tracer.id(),
                     spans: spans.clone(),
                     start: daemon::now(),
-                    name: name(),
                     target: target(),
                     ended: false,
                 })
@@ -488,13 +480,20 @@ impl Call {
         let end = daemon::now();
         let spans = &self.spans;
         spans.add(|out| {
+            let name = match &self.target {
+                // `Service.Operation`, as ADOT names an AWS SDK call's span.
+                Target::Aws { metadata, .. } => [metadata.service(), ".", metadata.name()],
+                // The method alone, as the HTTP client conventions name a
+                // span when there is no route.
+                Target::Http { .. } => ["GET", "", ""],
+            };
             let mut span = SpanWriter::begin(
                 out,
                 &SpanHead {
                     trace_id: spans.trace_id,
                     span_id: self.id,
                     parent_span_id: spans.server_id,
-                    name: &self.name,
+                    name: &name,
                     kind: Kind::Client,
                     start_unix_nano: self.start,
                     end_unix_nano: end,
@@ -503,18 +502,19 @@ impl Call {
             );
             match &self.target {
                 Target::Aws {
-                    service,
-                    operation,
+                    metadata,
                     region,
                     table_name,
                 } => {
+                    let (service, operation) = (metadata.service(), metadata.name());
                     span.attribute("rpc.system", Value::Str("aws-api"));
                     span.attribute("rpc.service", Value::Str(service));
                     span.attribute("rpc.method", Value::Str(operation));
                     if let Some(region) = region {
-                        span.attribute("aws.region", Value::Str(region));
+                        span.attribute("aws.region", Value::Str(region.as_ref()));
                     }
-                    if service == "DynamoDB" {
+                    let dynamodb = service == "DynamoDB";
+                    if dynamodb {
                         span.attribute("db.system", Value::Str("dynamodb"));
                         span.attribute("db.operation", Value::Str(operation));
                     }
@@ -528,10 +528,14 @@ impl Call {
                         span.attribute("retry_attempts", Value::Int(i64::from(retries)));
                     }
                     spans.local(&mut span, "CLIENT");
-                    let remote = format!("AWS::{service}");
+                    let remote = if dynamodb {
+                        Cow::Borrowed("AWS::DynamoDB")
+                    } else {
+                        Cow::Owned(format!("AWS::{service}"))
+                    };
                     span.attribute("aws.remote.service", Value::Str(&remote));
                     span.attribute("aws.remote.operation", Value::Str(operation));
-                    if let (Some(table), "DynamoDB") = (table_name, service.as_str()) {
+                    if let (Some(table), true) = (table_name, dynamodb) {
                         span.attribute("aws.remote.resource.type", Value::Str("AWS::DynamoDB::Table"));
                         span.attribute("aws.remote.resource.identifier", Value::Str(table));
                         span.attribute("aws.remote.resource.cfn.primary.identifier", Value::Str(table));
@@ -539,9 +543,7 @@ impl Call {
                 }
                 Target::Http { url } => {
                     span.attribute("http.request.method", Value::Str("GET"));
-                    span.attribute("http.method", Value::Str("GET"));
                     span.attribute("url.full", Value::Str(url));
-                    span.attribute("http.url", Value::Str(url));
                     let parsed = url.parse::<Uri>().ok();
                     let host = parsed.as_ref().and_then(Uri::host).unwrap_or("remote");
                     span.attribute("server.address", Value::Str(host));
@@ -559,7 +561,6 @@ impl Call {
             }
             if let Some(status) = ending.status {
                 span.attribute("http.response.status_code", Value::Int(i64::from(status)));
-                span.attribute("http.status_code", Value::Int(i64::from(status)));
             }
             // A client span is an error on a 4xx or 5xx, or without an answer.
             let status_error = ending.status.filter(|status| *status >= 400);
@@ -619,7 +620,7 @@ pub async fn remote_call<B, E: std::fmt::Display>(
     url: &Uri,
     call: impl Future<Output = Result<Response<B>, E>>,
 ) -> Result<Response<B>, E> {
-    let Some(span) = Call::open(|| "GET".to_owned(), || Target::Http { url: url.to_string() }) else {
+    let Some(span) = Call::open(|| Target::Http { url: url.to_string() }) else {
         return call.await;
     };
     let result = call.await;
@@ -944,8 +945,7 @@ mod tests {
                 "faas.invocation_id": "8f1c-request",
                 "cloud.resource_id": "arn:aws:lambda:eu-west-1:123456789012:function:plants",
                 "cloud.account.id": "123456789012", "faas.coldstart": true,
-                "http.request.method": "POST", "http.method": "POST", "http.route": "/plants",
-                "http.response.status_code": 409, "http.status_code": 409,
+                "http.request.method": "POST", "http.route": "/plants", "http.response.status_code": 409,
                 "ColdStart": true, "Status": 409, "ErrorCode": 40901,
                 "aws.xray.annotations": ["ColdStart", "Status", "ErrorCode"],
             })
@@ -1080,9 +1080,7 @@ mod tests {
             })
             .collect();
         let common = json!({
-            "http.request.method": "GET", "http.method": "GET",
-            "url.full": "https://issuer.example:8443/.well-known/jwks.json",
-            "http.url": "https://issuer.example:8443/.well-known/jwks.json",
+            "http.request.method": "GET", "url.full": "https://issuer.example:8443/.well-known/jwks.json",
             "server.address": "issuer.example", "server.port": 8443,
             "aws.local.service": "plants-eu", "aws.local.operation": "plants/FunctionHandler",
             "aws.span.kind": "CLIENT", "aws.trace.flag.sampled": true,
@@ -1098,9 +1096,7 @@ mod tests {
         assert_eq!(
             calls[0],
             (
-                with(
-                    json!({ "http.response.status_code": 404, "http.status_code": 404, "error.type": "404" })
-                ),
+                with(json!({ "http.response.status_code": 404, "error.type": "404" })),
                 json!([2, ""]),
                 json!([])
             )

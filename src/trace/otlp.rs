@@ -71,6 +71,15 @@ impl<'b> Writer<'b> {
         self.bytes(field, text.as_bytes());
     }
 
+    /// A string field written from `parts`, as if joined.
+    pub fn string_of(&mut self, field: u32, parts: &[&str]) {
+        self.tag(field, LEN);
+        self.varint(parts.iter().map(|part| part.len()).sum::<usize>() as u64);
+        for part in parts {
+            self.buf.extend_from_slice(part.as_bytes());
+        }
+    }
+
     pub fn uint(&mut self, field: u32, value: u64) {
         self.tag(field, VARINT);
         self.varint(value);
@@ -87,62 +96,86 @@ impl<'b> Writer<'b> {
     }
 
     /// Opens a nested message as field `field`; [`Writer::close`] writes its
-    /// length. One byte is kept for it, enough for most key-values; a
-    /// longer message moves its bytes along by the varint's extra bytes.
+    /// length. Two bytes are kept for it, the length of a span; a message
+    /// of another length moves its bytes by the difference.
     pub fn open(&mut self, field: u32) -> usize {
         self.tag(field, LEN);
-        self.buf.push(0);
+        self.buf.extend_from_slice(&[0, 0]);
         self.buf.len()
     }
 
     pub fn close(&mut self, start: usize) {
         let length = self.buf.len() - start;
-        if length < 0x80 {
-            self.buf[start - 1] = length as u8;
-            return;
-        }
         let mut prefix = [0u8; 10];
-        let mut used = 0;
-        let mut value = length as u64;
-        while value >= 0x80 {
-            prefix[used] = (value as u8) | 0x80;
-            value >>= 7;
-            used += 1;
+        let used = encode_varint(length as u64, &mut prefix);
+        if used == 2 {
+            self.buf[start - 2..start].copy_from_slice(&prefix[..2]);
+        } else {
+            self.buf.splice(start - 2..start, prefix[..used].iter().copied());
         }
-        prefix[used] = value as u8;
-        used += 1;
-        self.buf.splice(start - 1..start, prefix[..used].iter().copied());
     }
 
-    /// `KeyValue { key = 1; AnyValue value = 2 }` as field `field`.
+    /// `KeyValue { key = 1; AnyValue value = 2 }` as field `field`, its
+    /// lengths worked out before it is written.
     pub fn attribute(&mut self, field: u32, key: &str, value: Value<'_>) {
-        let pair = self.open(field);
+        let any = value.encoded_len();
+        let pair = field_len(key.len()) + field_len(any);
+        self.buf.reserve(2 + varint_len(pair) + pair);
+        self.tag(field, LEN);
+        self.varint(pair as u64);
         self.string(1, key);
-        let any = self.open(2);
-        self.any(value);
-        self.close(any);
-        self.close(pair);
-    }
-
-    /// The fields of an `AnyValue` (`string_value = 1`, `bool_value = 2`,
-    /// `int_value = 3`, `array_value = 5`).
-    fn any(&mut self, value: Value<'_>) {
+        self.tag(2, LEN);
+        self.varint(any as u64);
         match value {
             Value::Str(text) => self.string(1, text),
             Value::Bool(flag) => self.uint(2, u64::from(flag)),
             // int64 is a plain varint of the two's complement.
             Value::Int(number) => self.uint(3, number as u64),
             Value::Strs(texts) => {
-                let array = self.open(5);
+                self.tag(5, LEN);
+                self.varint(strs_len(texts) as u64);
                 for text in texts {
-                    let any = self.open(1);
+                    self.tag(1, LEN);
+                    self.varint(field_len(text.len()) as u64);
                     self.string(1, text);
-                    self.close(any);
                 }
-                self.close(array);
             }
         }
     }
+}
+
+impl Value<'_> {
+    /// The length of the `AnyValue` holding this value.
+    fn encoded_len(&self) -> usize {
+        match self {
+            Self::Str(text) => field_len(text.len()),
+            Self::Bool(_) => 2,
+            Self::Int(number) => 1 + varint_len_u64(*number as u64),
+            Self::Strs(texts) => field_len(strs_len(texts)),
+        }
+    }
+}
+
+/// The length of an `ArrayValue` of strings.
+fn strs_len(texts: &[&str]) -> usize {
+    texts.iter().map(|text| field_len(field_len(text.len()))).sum()
+}
+
+/// The length of a length-delimited field numbered below 16 holding
+/// `length` bytes.
+fn field_len(length: usize) -> usize {
+    1 + varint_len(length) + length
+}
+
+fn encode_varint(mut value: u64, out: &mut [u8; 10]) -> usize {
+    let mut used = 0;
+    while value >= 0x80 {
+        out[used] = (value as u8) | 0x80;
+        value >>= 7;
+        used += 1;
+    }
+    out[used] = value as u8;
+    used + 1
 }
 
 /// `Resource { repeated KeyValue attributes = 1 }`, as field 1 of
@@ -172,6 +205,10 @@ pub fn scope(name: &str, version: &str) -> Vec<u8> {
 
 /// The length of `value` as a varint.
 fn varint_len(value: usize) -> usize {
+    varint_len_u64(value as u64)
+}
+
+fn varint_len_u64(value: u64) -> usize {
     let mut length = 1;
     let mut value = value >> 7;
     while value > 0 {
@@ -224,7 +261,8 @@ pub struct SpanHead<'a> {
     pub trace_id: [u8; 16],
     pub span_id: [u8; 8],
     pub parent_span_id: [u8; 8],
-    pub name: &'a str,
+    /// The name, in parts written as one.
+    pub name: &'a [&'a str],
     pub kind: Kind,
     pub start_unix_nano: u64,
     pub end_unix_nano: u64,
@@ -245,7 +283,7 @@ impl<'b> SpanWriter<'b> {
         writer.bytes(1, &head.trace_id);
         writer.bytes(2, &head.span_id);
         writer.bytes(4, &head.parent_span_id);
-        writer.string(5, head.name);
+        writer.string_of(5, head.name);
         writer.uint(6, head.kind as u64);
         writer.fixed64(7, head.start_unix_nano);
         writer.fixed64(8, head.end_unix_nano);
@@ -339,7 +377,7 @@ mod tests {
             trace_id: [1; 16],
             span_id: [2; 8],
             parent_span_id: [3; 8],
-            name: &"n".repeat(300),
+            name: &[&"n".repeat(300)],
             kind: Kind::Client,
             start_unix_nano: 1,
             end_unix_nano: 2,
