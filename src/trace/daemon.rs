@@ -11,6 +11,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -88,6 +89,10 @@ pub struct Tracer {
     application_signals: bool,
     resource: Vec<u8>,
     scope: Vec<u8>,
+    /// Attributes the same on every span of a kind, encoded once.
+    constant: Constant,
+    /// Those of each AWS operation called, encoded on its first call.
+    operations: Mutex<Vec<Operation>>,
     ids: RandomState,
     next_id: AtomicU64,
     warned: AtomicBool,
@@ -101,6 +106,36 @@ impl fmt::Debug for Tracer {
             .field("application_signals", &self.application_signals)
             .finish_non_exhaustive()
     }
+}
+
+/// Attributes (as `Span` field 9) that never change in a process.
+#[derive(Debug)]
+struct Constant {
+    /// `faas.trigger`, `aws.local.service`, `aws.local.operation`,
+    /// `aws.span.kind` `LOCAL_ROOT`.
+    server: Vec<u8>,
+    /// `aws.local.service`, `aws.local.operation`, `aws.span.kind` `CLIENT`.
+    client: Vec<u8>,
+    /// `aws.trace.flag.sampled`, false and true.
+    sampled: [Vec<u8>; 2],
+}
+
+/// An AWS operation's attributes: `rpc.*`, `db.*` (DynamoDB) and
+/// `aws.remote.service` / `.operation`.
+#[derive(Debug)]
+struct Operation {
+    service: String,
+    name: String,
+    attributes: Vec<u8>,
+}
+
+fn attributes(pairs: &[(&str, Value<'_>)]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut writer = otlp::Writer::new(&mut bytes);
+    for (key, value) in pairs {
+        writer.attribute(9, key, *value);
+    }
+    bytes
 }
 
 /// Why `AWS_XRAY_DAEMON_ADDRESS` cannot be used.
@@ -155,15 +190,32 @@ impl Tracer {
         // Never wait on the daemon: a full buffer loses spans, not time.
         socket.set_nonblocking(true).map_err(DaemonError::Socket)?;
         let function = environment.function_name.as_deref();
+        let local_operation = format!("{}/FunctionHandler", function.unwrap_or(service));
+        let local = |kind| {
+            [
+                ("aws.local.service", Value::Str(service)),
+                ("aws.local.operation", Value::Str(&local_operation)),
+                ("aws.span.kind", Value::Str(kind)),
+            ]
+        };
+        let server = [&[("faas.trigger", Value::Str("http"))][..], &local("LOCAL_ROOT")].concat();
+        let constant = Constant {
+            server: attributes(&server),
+            client: attributes(&local("CLIENT")),
+            sampled: [false, true]
+                .map(|sampled| attributes(&[("aws.trace.flag.sampled", Value::Bool(sampled))])),
+        };
         Ok(Self {
             socket,
             daemon,
             service: service.to_owned(),
             server_name: function.unwrap_or(service).to_owned(),
-            local_operation: format!("{}/FunctionHandler", function.unwrap_or(service)),
+            local_operation,
             application_signals: environment.application_signals,
             resource: resource(service, environment),
             scope: otlp::scope(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+            constant,
+            operations: Mutex::new(Vec::new()),
             ids: RandomState::new(),
             next_id: AtomicU64::new(0),
             warned: AtomicBool::new(false),
@@ -192,6 +244,57 @@ impl Tracer {
 
     pub fn application_signals(&self) -> bool {
         self.application_signals
+    }
+
+    /// The attributes every SERVER span of this process carries (encoded).
+    pub fn server_attributes(&self) -> &[u8] {
+        &self.constant.server
+    }
+
+    /// The attributes every CLIENT span of this process carries (encoded).
+    pub fn client_attributes(&self) -> &[u8] {
+        &self.constant.client
+    }
+
+    /// `aws.trace.flag.sampled` (encoded).
+    pub fn sampled_attribute(&self, sampled: bool) -> &[u8] {
+        &self.constant.sampled[usize::from(sampled)]
+    }
+
+    /// Calls `write` with the encoded attributes of the AWS operation
+    /// `service`.`name`, encoding them on its first call in the process.
+    pub fn operation_attributes(&self, service: &str, name: &str, write: impl FnOnce(&[u8])) {
+        let mut operations = self.operations.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = operations
+            .iter()
+            .find(|operation| operation.service == service && operation.name == name)
+        {
+            write(&known.attributes);
+            return;
+        }
+        let remote = format!("AWS::{service}");
+        let mut pairs = vec![
+            ("rpc.system", Value::Str("aws-api")),
+            ("rpc.service", Value::Str(service)),
+            ("rpc.method", Value::Str(name)),
+        ];
+        if service == "DynamoDB" {
+            pairs.extend([
+                ("db.system", Value::Str("dynamodb")),
+                ("db.operation", Value::Str(name)),
+            ]);
+        }
+        pairs.extend([
+            ("aws.remote.service", Value::Str(&remote)),
+            ("aws.remote.operation", Value::Str(name)),
+        ]);
+        let operation = Operation {
+            service: service.to_owned(),
+            name: name.to_owned(),
+            attributes: attributes(&pairs),
+        };
+        write(&operation.attributes);
+        operations.push(operation);
     }
 
     /// A fresh span id: a counter through SipHash with this process's
@@ -239,16 +342,23 @@ impl Tracer {
                 }
                 request.clear();
                 otlp::request(request, &self.resource, &self.scope, std::iter::once(spans));
-                datagram.clear();
-                datagram.extend_from_slice(DAEMON_HEADER);
-                datagram.extend_from_slice(if sampled { b"T1S" } else { b"T1U" });
-                let at = datagram.len();
-                datagram.resize(at + base64_len(request.len()), 0);
-                // The buffer was sized for exactly this encoding.
-                if STANDARD.encode_slice(&request[..], &mut datagram[at..]).is_err() {
+                // The buffer keeps its length between sends, so that it is
+                // zeroed only when it grows.
+                let at = DAEMON_HEADER.len() + 3;
+                let length = at + base64_len(request.len());
+                if datagram.len() < length {
+                    datagram.resize(length, 0);
+                }
+                datagram[..DAEMON_HEADER.len()].copy_from_slice(DAEMON_HEADER);
+                datagram[DAEMON_HEADER.len()..at].copy_from_slice(if sampled { b"T1S" } else { b"T1U" });
+                // The slice is exactly this encoding's length.
+                if STANDARD
+                    .encode_slice(&request[..], &mut datagram[at..length])
+                    .is_err()
+                {
                     continue;
                 }
-                if let Err(err) = self.socket.send(datagram) {
+                if let Err(err) = self.socket.send(&datagram[..length]) {
                     self.warn_once(&err);
                 }
             }

@@ -29,7 +29,6 @@
 //! scope ends, the SERVER span ends, with what [`answered`] recorded, and
 //! the batch goes out: one datagram for the invocation.
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -183,12 +182,15 @@ impl Spans {
         self.tracer.send(&batch.bytes, &batch.ends, self.sampled);
     }
 
-    /// The attributes every span of ours carries for Application Signals.
-    fn local(&self, span: &mut SpanWriter<'_>, kind: &str) {
-        span.attribute("aws.local.service", Value::Str(self.tracer.service()));
-        span.attribute("aws.local.operation", Value::Str(self.tracer.local_operation()));
-        span.attribute("aws.span.kind", Value::Str(kind));
-        span.attribute("aws.trace.flag.sampled", Value::Bool(self.sampled));
+    /// The attributes every span of ours carries for Application Signals
+    /// (`aws.local.*`, `aws.span.kind`, `aws.trace.flag.sampled`), and
+    /// `faas.trigger` on the SERVER span.
+    fn local(&self, span: &mut SpanWriter<'_>, kind: Kind) {
+        span.raw(match kind {
+            Kind::Server => self.tracer.server_attributes(),
+            Kind::Client => self.tracer.client_attributes(),
+        });
+        span.raw(self.tracer.sampled_attribute(self.sampled));
     }
 }
 
@@ -216,8 +218,7 @@ impl Drop for Invocation {
                     flags: spans.flags() | FLAG_IS_REMOTE,
                 },
             );
-            span.attribute("faas.trigger", Value::Str("http"));
-            spans.local(&mut span, "LOCAL_ROOT");
+            spans.local(&mut span, Kind::Server);
             match &answer {
                 Some((attributes, failed)) => {
                     span.raw(attributes);
@@ -507,19 +508,11 @@ impl Call {
                     table_name,
                 } => {
                     let (service, operation) = (metadata.service(), metadata.name());
-                    span.attribute("rpc.system", Value::Str("aws-api"));
-                    span.attribute("rpc.service", Value::Str(service));
-                    span.attribute("rpc.method", Value::Str(operation));
+                    spans
+                        .tracer
+                        .operation_attributes(service, operation, |attributes| span.raw(attributes));
                     if let Some(region) = region {
                         span.attribute("aws.region", Value::Str(region.as_ref()));
-                    }
-                    let dynamodb = service == "DynamoDB";
-                    if dynamodb {
-                        span.attribute("db.system", Value::Str("dynamodb"));
-                        span.attribute("db.operation", Value::Str(operation));
-                    }
-                    if let Some(table) = table_name {
-                        span.attribute("aws.dynamodb.table_names", Value::Strs(&[table.as_str()]));
                     }
                     if let Some(request_id) = ending.request_id {
                         span.attribute("aws.request_id", Value::Str(request_id));
@@ -527,15 +520,9 @@ impl Call {
                     if let Some(retries) = ending.retries {
                         span.attribute("retry_attempts", Value::Int(i64::from(retries)));
                     }
-                    spans.local(&mut span, "CLIENT");
-                    let remote = if dynamodb {
-                        Cow::Borrowed("AWS::DynamoDB")
-                    } else {
-                        Cow::Owned(format!("AWS::{service}"))
-                    };
-                    span.attribute("aws.remote.service", Value::Str(&remote));
-                    span.attribute("aws.remote.operation", Value::Str(operation));
-                    if let (Some(table), true) = (table_name, dynamodb) {
+                    spans.local(&mut span, Kind::Client);
+                    if let (Some(table), "DynamoDB") = (table_name, service) {
+                        span.attribute("aws.dynamodb.table_names", Value::Strs(&[table.as_str()]));
                         span.attribute("aws.remote.resource.type", Value::Str("AWS::DynamoDB::Table"));
                         span.attribute("aws.remote.resource.identifier", Value::Str(table));
                         span.attribute("aws.remote.resource.cfn.primary.identifier", Value::Str(table));
@@ -550,7 +537,7 @@ impl Call {
                     if let Some(port) = parsed.as_ref().and_then(Uri::port_u16) {
                         span.attribute("server.port", Value::Int(i64::from(port)));
                     }
-                    spans.local(&mut span, "CLIENT");
+                    spans.local(&mut span, Kind::Client);
                     span.attribute("aws.remote.service", Value::Str(host));
                     // ADOT's remote operation of an HTTP call: the method and
                     // the path's first segment.

@@ -49,7 +49,12 @@ impl<'b> Writer<'b> {
         Self { buf }
     }
 
+    #[inline]
     fn varint(&mut self, mut value: u64) {
+        if value < 0x80 {
+            self.buf.push(value as u8);
+            return;
+        }
         while value >= 0x80 {
             self.buf.push((value as u8) | 0x80);
             value >>= 7;
@@ -57,16 +62,19 @@ impl<'b> Writer<'b> {
         self.buf.push(value as u8);
     }
 
+    #[inline]
     fn tag(&mut self, field: u32, wire: u8) {
         self.varint(u64::from(field << 3 | u32::from(wire)));
     }
 
+    #[inline]
     pub fn bytes(&mut self, field: u32, bytes: &[u8]) {
         self.tag(field, LEN);
         self.varint(bytes.len() as u64);
         self.buf.extend_from_slice(bytes);
     }
 
+    #[inline]
     pub fn string(&mut self, field: u32, text: &str) {
         self.bytes(field, text.as_bytes());
     }
@@ -80,6 +88,7 @@ impl<'b> Writer<'b> {
         }
     }
 
+    #[inline]
     pub fn uint(&mut self, field: u32, value: u64) {
         self.tag(field, VARINT);
         self.varint(value);
@@ -121,6 +130,18 @@ impl<'b> Writer<'b> {
         let any = value.encoded_len();
         let pair = field_len(key.len()) + field_len(any);
         self.buf.reserve(2 + varint_len(pair) + pair);
+        // Most of ours: a field below 16 and every length one byte, so the
+        // framing bytes are known at once (a few hundred instructions less
+        // per attribute than field by field).
+        if let (true, Value::Str(text)) = (field < 16 && pair < 0x80, value) {
+            self.buf
+                .extend_from_slice(&[(field << 3) as u8 | LEN, pair as u8, 0x0a, key.len() as u8]);
+            self.buf.extend_from_slice(key.as_bytes());
+            self.buf
+                .extend_from_slice(&[0x12, any as u8, 0x0a, text.len() as u8]);
+            self.buf.extend_from_slice(text.as_bytes());
+            return;
+        }
         self.tag(field, LEN);
         self.varint(pair as u64);
         self.string(1, key);
