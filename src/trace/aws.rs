@@ -15,7 +15,7 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::retries::RequestAttempts;
 use aws_smithy_types::config_bag::{Storable, StoreReplace};
 
-use super::{Call, Ending, Target};
+use super::spans::{Call, Ending, Target};
 
 /// DynamoDB's header with the id of the request it answered.
 const REQUEST_ID: &str = "x-amzn-requestid";
