@@ -34,6 +34,7 @@ Also the small process and HTTP helpers that the proxy and DynamoDB Local
 share with it (`stop`, `parse_head`).
 """
 
+import base64
 import collections
 import contextlib
 import json
@@ -44,6 +45,7 @@ import time
 import uuid
 
 import psutil
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 RUNTIME_PREFIX = "/2018-06-01/runtime"
 NEXT = RUNTIME_PREFIX + "/invocation/next"
@@ -317,10 +319,12 @@ def _reply(conn, status, body):
 
 
 class XrayDaemon:
-    """A UDP socket where Lambda's X-Ray daemon would listen. It is read
-    only when asked (`documents`), never while an invocation is timed: what
-    the function pays for a datagram is the same whether or not anyone
-    reads it, and the kernel drops what overflows the buffer."""
+    """A UDP socket where Lambda's X-Ray daemon would listen, which takes
+    the function's spans: each datagram the daemon's header line, `T1S` or
+    `T1U`, and the base64 of an OTLP `ExportTraceServiceRequest`. It is read
+    only when asked (`spans`), never while an invocation is timed: what the
+    function pays for a datagram is the same whether or not anyone reads
+    it, and the kernel drops what overflows the buffer."""
 
     HEADER = {"format": "json", "version": 1}
 
@@ -330,22 +334,28 @@ class XrayDaemon:
         self.sock.setblocking(False)
         self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
 
-    def documents(self):
-        """Every document received since the last call, each checked for the daemon's header line."""
+    def datagrams(self):
+        """Every datagram received since the last call, decoded with
+        OpenTelemetry's generated messages: `(mark, spans)` each, a span
+        as `Span` (`trace_id`, `span_id`, `parent_span_id`, `name`, `kind`,
+        `attributes`...)."""
         out = []
         while True:
             try:
                 datagram = self.sock.recv(65536)
             except BlockingIOError:
                 return out
-            header, _, document = datagram.partition(b"\n")
+            header, _, body = datagram.partition(b"\n")
             try:
                 header = json.loads(header)
             except ValueError:
                 header = None
-            if header != self.HEADER:
+            if header != self.HEADER or body[:3] not in (b"T1S", b"T1U"):
                 raise ProtocolError(f"a datagram to the X-Ray daemon without its header: {datagram[:200]!r}")
-            out.append(json.loads(document))
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(base64.b64decode(body[3:], validate=True))
+            spans = [span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+            out.append((body[:3].decode(), spans))
 
     def close(self):
         self.sock.close()

@@ -3,6 +3,7 @@
 import json
 
 from fixtures import PLANT, Events, Run, answer_problems
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 SMOKE_CONCURRENCY = 4
 
@@ -46,7 +47,7 @@ def smoke_cases(run, subject, transport):
         # (40004): the bench does not send one.
         cases = [case for case in cases if case[0] != "unpaired surrogate"]
     problems = []
-    run.daemon.documents()  # anything an earlier check left
+    run.daemon.datagrams()  # anything an earlier check left
     with run.function(subject, transport) as fn:
         fn.start()
         for label, event, status, expected in cases:
@@ -59,29 +60,34 @@ def smoke_cases(run, subject, transport):
             elif headers.get("content-type") != "application/json" or "x-request-id" not in headers:
                 problems.append(f"{label}: standard headers missing: {headers}")
     # Every case that reached DynamoDB made one PutItem (200, 409).
-    return problems + subsegment_problems(subject, run.daemon.documents(), len(cases), stored)
+    return problems + span_problems(subject, run.daemon.datagrams(), len(cases), stored)
 
 
-def subsegment_problems(subject, documents, invocations, calls, roots=None):
-    """What is wrong with the X-Ray documents of `invocations` sampled
-    ones, `calls` of which made a PutItem: one handler subsegment each and
-    one DynamoDB subsegment per call beneath it (all of trace `roots`, when
-    given). An unsampled subject must send none."""
+def span_problems(subject, datagrams, invocations, calls, roots=None):
+    """What is wrong with the spans of `invocations` sampled ones, `calls` of
+    which made a PutItem: one `T1S` datagram each, holding its SERVER span
+    and a `DynamoDB.PutItem` CLIENT span beneath it per call (all of trace
+    `roots`, when given). An unsampled subject must send none."""
     if not subject.sampled:
-        return [f"{len(documents)} X-Ray documents sent for unsampled invocations"] if documents else []
-    handlers = [d for d in documents if d.get("name", "").startswith("## ")]
-    puts = [d for d in documents if d.get("name") == "DynamoDB" and d.get("aws", {}).get("operation") == "PutItem"]
+        return [f"{len(datagrams)} trace datagrams sent for unsampled invocations"] if datagrams else []
+    spans = [span for _, batch in datagrams for span in batch]
+    servers = [s for s in spans if s.kind == Span.SPAN_KIND_SERVER]
+    puts = [s for s in spans if s.kind == Span.SPAN_KIND_CLIENT and s.name == "DynamoDB.PutItem"]
     problems = []
-    if (len(handlers), len(puts), len(documents)) != (invocations, calls, invocations + calls):
+    if marks := {mark for mark, _ in datagrams} - {"T1S"}:
+        problems.append(f"datagrams marked {sorted(marks)} for sampled invocations")
+    if (len(datagrams), len(servers), len(puts), len(spans)) != (invocations, invocations, calls, invocations + calls):
         problems.append(
-            f"{len(documents)} X-Ray documents: {len(handlers)} handler subsegments for {invocations} invocations, "
-            f"{len(puts)} PutItem subsegments for {calls} calls"
+            f"{len(datagrams)} datagrams, {len(spans)} spans: {len(servers)} SERVER spans "
+            f"for {invocations} invocations, {len(puts)} PutItem spans for {calls} calls"
         )
-    parents = {(d["trace_id"], d["id"]) for d in handlers}
-    if stray := [d for d in puts if (d["trace_id"], d["parent_id"]) not in parents]:
-        problems.append(f"{len(stray)} PutItem subsegments under no handler subsegment of theirs")
-    if roots is not None and (foreign := [d for d in documents if d["trace_id"] not in roots]):
-        problems.append(f"{len(foreign)} X-Ray documents of no invocation's trace")
+    if crossed := [batch for _, batch in datagrams if len({s.trace_id for s in batch}) != 1]:
+        problems.append(f"{len(crossed)} datagrams with the spans of more than one trace")
+    parents = {(s.trace_id, s.span_id) for s in servers}
+    if stray := [s for s in puts if (s.trace_id, s.parent_span_id) not in parents]:
+        problems.append(f"{len(stray)} PutItem spans under no SERVER span of theirs")
+    if roots is not None and (foreign := [s for s in spans if s.trace_id.hex() not in roots]):
+        problems.append(f"{len(foreign)} spans of no invocation's trace")
     return problems
 
 
@@ -89,10 +95,10 @@ def smoke_concurrent(run, subject, transport):
     """A few concurrent invocations: SMOKE_CONCURRENCY GET /next parked at
     once, each answer on its own request id with its own invocation id, one
     item per create, (for plant-store) each invocation's trace id on its
-    DynamoDB request and (traced) each its own X-Ray subsegments."""
+    DynamoDB request and (traced) each its own spans, in a datagram of its own."""
     table = run.table(subject, transport)
     events = Events(start=2000)
-    run.daemon.documents()  # anything an earlier check left
+    run.daemon.datagrams()  # anything an earlier check left
     with run.function(subject, transport, table=table, concurrency=SMOKE_CONCURRENCY) as fn:
         fn.start()
         try:
@@ -101,8 +107,8 @@ def smoke_concurrent(run, subject, transport):
             return [f"parked {len(fn.api.parked)} of {SMOKE_CONCURRENCY} GET /next at once; see {fn.log_path}"]
         done = fn.serve([events.create() for _ in range(3 * SMOKE_CONCURRENCY)], SMOKE_CONCURRENCY)
     problems = answer_problems(done)
-    roots = {invocation.trace_id.split(";")[0].removeprefix("Root=") for invocation in done}
-    problems += subsegment_problems(subject, run.daemon.documents(), len(done), len(done), roots)
+    roots = {invocation.trace_id.split(";")[0].removeprefix("Root=1-").replace("-", "") for invocation in done}
+    problems += span_problems(subject, run.daemon.datagrams(), len(done), len(done), roots)
     if (stored := run.ddb.count(table)) != len(done):
         problems.append(f"{len(done)} creates answered, {stored} items stored")
     recorded = set(run.store(transport).recorded_trace_ids())

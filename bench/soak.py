@@ -20,7 +20,7 @@ and invocation id; memory is read while every worker waits in `GET /next`.
     bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5      # the short version in make test
     bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --concurrency 8   # and concurrent
     bench/soak.py --binary path/to/bootstrap          # any build
-    bench/soak.py --sampled                           # every invocation traced: its X-Ray subsegments sent
+    bench/soak.py --sampled                           # every invocation traced: its spans sent
 
 Runs under the tool venv's Python (boto3 for DynamoDB Local). Figures and method: docs/performance.md
 ("Flat memory: the soak").
@@ -84,9 +84,7 @@ def main(argv=None):
         "--profile", choices=("release", "debug"), default="release", help="build to soak (default release)"
     )
     parser.add_argument("--binary", help="soak this binary instead of building one")
-    parser.add_argument(
-        "--sampled", action="store_true", help="every invocation sampled for X-Ray (its subsegments sent)"
-    )
+    parser.add_argument("--sampled", action="store_true", help="every invocation sampled for X-Ray (its spans sent)")
     args = parser.parse_args(argv)
     if shutil.which("java") is None:
         fail("java is needed for DynamoDB Local: install a Java 17+ runtime")

@@ -211,8 +211,8 @@ def subjects_for(args):
         if "rust" in args.impl:
             subjects.append(rust_subject("rust", binary))
         if "traced" in args.impl:
-            # The same build with every invocation sampled: what X-Ray's
-            # subsegments cost (crates/lambda-host/src/trace/).
+            # The same build with every invocation sampled: what its
+            # spans cost (crates/lambda-host/src/trace/).
             subjects.append(rust_subject("traced", binary, ["xray=sampled"]))
     for spec in (args.rust or []) if "rust" in args.impl else []:
         name, sep, rest = spec.partition("=")

@@ -135,6 +135,11 @@ impl Telemetry {
             cold_start,
             status: invocation.status,
             error: invocation.error,
+            method: invocation.method,
+            // No route matched a 404's path.
+            route: (invocation.status != 404).then_some(invocation.path),
+            invocation_id: request_id,
+            function_arn: context.map(|context| context.invoked_function_arn.as_str()),
         });
         if !self.settings.metrics {
             return;

@@ -22,4 +22,4 @@ mod runtime_api;
 mod runtime_fake;
 mod startup;
 mod telemetry;
-mod xray;
+mod traces;

@@ -133,6 +133,34 @@ pub(crate) fn ca_bundle() -> Option<OsString> {
     std::env::var_os(crate::sdk::CA_BUNDLE).filter(|path| !path.is_empty())
 }
 
+/// `AWS_XRAY_DAEMON_ADDRESS`, where Lambda's X-Ray daemon listens when the
+/// function has active tracing: `None` when unset (tracing is off).
+pub(crate) fn daemon_address() -> Option<String> {
+    std::env::var(crate::trace::DAEMON_ADDRESS)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
+
+/// What the spans' resource says of the function, as ADOT's Lambda layer
+/// sets `OTEL_RESOURCE_ATTRIBUTES` from Lambda's variables, and ADOT's
+/// switch for Application Signals (only `true` turns it on, as in ADOT).
+pub(crate) fn tracing() -> crate::trace::Environment {
+    let get = |name| {
+        std::env::var(name)
+            .ok()
+            .filter(|value: &String| !value.is_empty())
+    };
+    crate::trace::Environment {
+        region: get("AWS_REGION"),
+        function_name: get("AWS_LAMBDA_FUNCTION_NAME"),
+        function_version: get("AWS_LAMBDA_FUNCTION_VERSION"),
+        log_stream_name: get("AWS_LAMBDA_LOG_STREAM_NAME"),
+        log_group_name: get("AWS_LAMBDA_LOG_GROUP_NAME"),
+        application_signals: get(crate::trace::APPLICATION_SIGNALS)
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true")),
+    }
+}
+
 /// A variable the AWS SDK reads itself (credentials, region), so that
 /// set-up can skip providers it will not need.
 pub(crate) fn sdk_var(name: &str) -> Option<String> {

@@ -1,7 +1,7 @@
-//! The subsegment of each AWS call a sampled invocation makes, from an SDK
-//! interceptor: opened when the operation starts, closed with its answer
-//! when it ends, each retry inside it, as the X-Ray SDKs record boto3's or
-//! the JavaScript SDK's calls.
+//! The CLIENT span of each AWS call a traced invocation makes, from an SDK
+//! interceptor: opened when the operation starts, ended with its answer
+//! when it ends, each retry inside it, as ADOT's botocore instrumentation
+//! records boto3's calls (`DynamoDB.PutItem`).
 
 use aws_sdk_dynamodb::config::interceptors::{
     BeforeSerializationInterceptorContextRef, FinalizerInterceptorContextRef,
@@ -15,20 +15,19 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::retries::RequestAttempts;
 use aws_smithy_types::config_bag::{Storable, StoreReplace};
 
-use super::xray::{Flags, Namespace};
-use super::{AwsCall, Call, Ending};
+use super::spans::{Call, Ending, Target};
 
 /// DynamoDB's header with the id of the request it answered.
 const REQUEST_ID: &str = "x-amzn-requestid";
 
 /// Registered once on the DynamoDB client beside `TraceHeader`. Outside a
-/// sampled invocation each hook returns after one task-local lookup.
+/// traced invocation each hook returns after one task-local lookup.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct AwsSubsegments;
+pub(crate) struct AwsSpans;
 
-/// The open subsegment, kept in the operation's own config bag: if the
+/// The open span, kept in the operation's own config bag: if the
 /// operation's future is dropped before it ends, the bag and this with it
-/// are dropped, and the subsegment goes out as a fault (`Call`'s `Drop`).
+/// are dropped, and the span ends as a timeout (`Call`'s `Drop`).
 #[derive(Debug)]
 struct InFlight(Option<Call>);
 
@@ -36,7 +35,7 @@ impl Storable for InFlight {
     type Storer = StoreReplace<Self>;
 }
 
-impl AwsSubsegments {
+impl AwsSpans {
     /// Registered with `SharedInterceptor::permanent`: the SDK then skips
     /// the per-hook config-bag lookup that lets an operation disable an
     /// interceptor, which with the two hooks below is all an unsampled
@@ -46,9 +45,9 @@ impl AwsSubsegments {
     }
 }
 
-impl Intercept for AwsSubsegments {
+impl Intercept for AwsSpans {
     fn name(&self) -> &'static str {
-        "AwsSubsegments"
+        "AwsSpans"
     }
 
     /// Only these two hooks are called; the SDK skips the others.
@@ -67,26 +66,23 @@ impl Intercept for AwsSubsegments {
         let Some(metadata) = cfg.load::<Metadata>() else {
             return Ok(());
         };
-        // The service's name as the SDK spells it (`DynamoDB`), which is the
-        // name of its node in the service map.
-        let Some(mut call) = Call::open(metadata.service(), Namespace::Aws) else {
-            return Ok(());
-        };
         let input = context.input();
-        let table_name = input
-            .downcast_ref::<PutItemInput>()
-            .and_then(PutItemInput::table_name)
-            .or_else(|| {
-                input
-                    .downcast_ref::<DescribeTableInput>()
-                    .and_then(DescribeTableInput::table_name)
-            });
-        call.aws = Some(AwsCall {
-            operation: metadata.name().to_owned(),
-            region: cfg.load::<Region>().map(|region| region.as_ref().to_owned()),
-            table_name: table_name.map(str::to_owned),
+        let call = Call::open(|| Target::Aws {
+            metadata: metadata.clone(),
+            region: cfg.load::<Region>().cloned(),
+            table_name: input
+                .downcast_ref::<PutItemInput>()
+                .and_then(PutItemInput::table_name)
+                .or_else(|| {
+                    input
+                        .downcast_ref::<DescribeTableInput>()
+                        .and_then(DescribeTableInput::table_name)
+                })
+                .map(str::to_owned),
         });
-        cfg.interceptor_state().store_put(InFlight(Some(call)));
+        if let Some(call) = call {
+            cfg.interceptor_state().store_put(InFlight(Some(call)));
+        }
         Ok(())
     }
 
@@ -111,52 +107,32 @@ impl Intercept for AwsSubsegments {
         let status = response.map(|response| response.status().as_u16());
         let request_id = response.and_then(|response| response.headers().get(REQUEST_ID));
         let error = context.output_or_error().and_then(Result::err);
-        let (code, message) = match error.and_then(|error| error.as_operation_error()) {
-            Some(error) => service_error(error),
-            None => (None, None),
-        };
         let other = error.map(ToString::to_string);
-        let ending = match (error, status) {
-            (None, status) => Ending {
-                status,
-                flags: Flags::of_status(status.unwrap_or(200), false),
-                ..Ending::default()
-            },
-            // DynamoDB answered with an error: its code is the exception.
-            (Some(error), Some(status)) if error.is_operation_error() => Ending {
-                status: Some(status),
-                flags: Flags::of_status(status, code.is_some_and(crate::sdk::is_throttling)),
-                cause: Some((code.unwrap_or("ServiceError"), message.unwrap_or_default(), true)),
-                ..Ending::default()
-            },
+        let failure = error.map(|error| match error.as_operation_error().map(service_error) {
+            // DynamoDB answered with an error: its code (a throttle's is
+            // `ProvisionedThroughputExceededException` or
+            // `ThrottlingException`, with a 400) is the error's type.
+            Some((code, message)) => (code.unwrap_or("ServiceError"), message.unwrap_or_default()),
             // No answer to read: a timeout, a connection that failed, an
             // answer that could not be read.
-            (Some(error), status) => Ending {
-                status,
-                flags: Flags {
-                    fault: true,
-                    ..status.map_or_else(Flags::default, |status| Flags::of_status(status, false))
+            None => (
+                if error.is_timeout_error() {
+                    "TimeoutError"
+                } else if error.is_connector_error() {
+                    "DispatchFailure"
+                } else if error.is_response_error() {
+                    "ResponseError"
+                } else {
+                    "SdkError"
                 },
-                cause: Some((
-                    if error.is_timeout_error() {
-                        "TimeoutError"
-                    } else if error.is_connector_error() {
-                        "DispatchFailure"
-                    } else if error.is_response_error() {
-                        "ResponseError"
-                    } else {
-                        "SdkError"
-                    },
-                    other.as_deref().unwrap_or_default(),
-                    false,
-                )),
-                ..Ending::default()
-            },
-        };
+                other.as_deref().unwrap_or_default(),
+            ),
+        });
         call.close(&Ending {
+            status,
             request_id,
             retries,
-            ..ending
+            error: failure,
         });
         Ok(())
     }

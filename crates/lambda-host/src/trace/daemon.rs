@@ -1,0 +1,437 @@
+//! The process's link to the endpoint Lambda runs beside the function at
+//! `AWS_XRAY_DAEMON_ADDRESS`: a UDP socket, the resource and scope encoded
+//! once, span ids, and the datagrams, as ADOT's Lambda exporter writes
+//! them: `{"format":"json","version":1}`, a newline, `T1S` (sampled) or
+//! `T1U` (unsampled, sent only for Application Signals), then the base64
+//! of an OTLP `ExportTraceServiceRequest` of at most ten spans.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use lambda_http::tracing;
+
+use super::otlp::{self, Value};
+
+/// Where Lambda says its X-Ray daemon (now its OTLP-over-UDP endpoint too)
+/// listens.
+pub(crate) const DAEMON_ADDRESS: &str = "AWS_XRAY_DAEMON_ADDRESS";
+
+/// ADOT's switch for Application Signals: when `true`, invocations Lambda
+/// did not sample send their spans too, marked `T1U`, so that Application
+/// Signals counts every request.
+pub(crate) const APPLICATION_SIGNALS: &str = "OTEL_AWS_APPLICATION_SIGNALS_ENABLED";
+
+/// The line that opens every datagram to the daemon.
+const DAEMON_HEADER: &[u8] = b"{\"format\":\"json\",\"version\":1}\n";
+
+/// At most this many spans in one datagram, as ADOT batches on Lambda.
+pub const MAX_SPANS_PER_DATAGRAM: usize = 10;
+
+/// A datagram stays under the daemon's 64 KB buffer.
+const MAX_DATAGRAM: usize = 64_000;
+
+thread_local! {
+    /// The request and the datagram being written, kept between sends.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// The Lambda environment the resource attributes come from, as ADOT's
+/// Lambda layer sets `OTEL_RESOURCE_ATTRIBUTES` from it.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Environment {
+    pub region: Option<String>,
+    pub function_name: Option<String>,
+    pub function_version: Option<String>,
+    pub log_stream_name: Option<String>,
+    pub log_group_name: Option<String>,
+    pub application_signals: bool,
+}
+
+/// Built once at start-up; shared by every invocation.
+pub struct Tracer {
+    socket: UdpSocket,
+    daemon: SocketAddr,
+    service: String,
+    /// The SERVER span's name: the function's name, as ADOT and the FaaS
+    /// conventions name it (the service's when there is no function).
+    server_name: String,
+    application_signals: bool,
+    resource: Vec<u8>,
+    scope: Vec<u8>,
+    /// Attributes the same on every span of a kind, encoded once.
+    constant: Constant,
+    /// Those of each AWS operation called, encoded on its first call.
+    operations: Mutex<Vec<Operation>>,
+    ids: RandomState,
+    next_id: AtomicU64,
+    warned: AtomicBool,
+}
+
+impl fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tracer")
+            .field("daemon", &self.daemon)
+            .field("service", &self.service)
+            .field("application_signals", &self.application_signals)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Attributes (as `Span` field 9) that never change in a process.
+#[derive(Debug)]
+struct Constant {
+    /// `faas.trigger`, `aws.local.service`, `aws.local.operation`,
+    /// `aws.span.kind` `LOCAL_ROOT`.
+    server: Vec<u8>,
+    /// `aws.local.service`, `aws.local.operation`, `aws.span.kind` `CLIENT`.
+    client: Vec<u8>,
+    /// `aws.trace.flag.sampled`, false and true.
+    sampled: [Vec<u8>; 2],
+}
+
+/// An AWS operation's attributes: `rpc.*`, `db.*` (DynamoDB) and
+/// `aws.remote.service` / `.operation`.
+#[derive(Debug)]
+struct Operation {
+    service: String,
+    name: String,
+    attributes: Vec<u8>,
+}
+
+fn attributes(pairs: &[(&str, Value<'_>)]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut writer = otlp::Writer::new(&mut bytes);
+    for (key, value) in pairs {
+        writer.attribute(9, key, *value);
+    }
+    bytes
+}
+
+/// Why `AWS_XRAY_DAEMON_ADDRESS` cannot be used.
+#[derive(Debug)]
+pub enum DaemonError {
+    Address(String),
+    Socket(io::Error),
+}
+
+impl fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Address(value) => write!(
+                f,
+                "{DAEMON_ADDRESS} is {value:?}, not host:port (or udp:host:port tcp:host:port)"
+            ),
+            Self::Socket(err) => write!(f, "cannot open a UDP socket to the X-Ray daemon: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for DaemonError {}
+
+impl Tracer {
+    /// The endpoint `AWS_XRAY_DAEMON_ADDRESS` names, read once at start-up
+    /// with the rest of Lambda's environment: `None` when it is unset
+    /// (tracing is off, not wanted). An address that cannot be used is an
+    /// error for the caller to log: tracing is never a reason not to serve.
+    pub fn from_env(service: &str) -> Option<Result<Self, DaemonError>> {
+        let value = crate::env::daemon_address()?;
+        Some(daemon_address(&value).and_then(|daemon| Self::with(daemon, service, &crate::env::tracing())))
+    }
+
+    /// A tracer sending to `daemon` from an ephemeral port of its own, its
+    /// resource that of `environment`.
+    pub fn with(daemon: SocketAddr, service: &str, environment: &Environment) -> Result<Self, DaemonError> {
+        let any: SocketAddr = if daemon.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            ([0u16; 8], 0).into()
+        };
+        let socket = UdpSocket::bind(any).map_err(DaemonError::Socket)?;
+        socket.connect(daemon).map_err(DaemonError::Socket)?;
+        // Never wait on the daemon: a full buffer loses spans, not time.
+        socket.set_nonblocking(true).map_err(DaemonError::Socket)?;
+        let function = environment.function_name.as_deref();
+        let local_operation = format!("{}/FunctionHandler", function.unwrap_or(service));
+        let local = |kind| {
+            [
+                ("aws.local.service", Value::Str(service)),
+                ("aws.local.operation", Value::Str(&local_operation)),
+                ("aws.span.kind", Value::Str(kind)),
+            ]
+        };
+        let server = [&[("faas.trigger", Value::Str("http"))][..], &local("LOCAL_ROOT")].concat();
+        let constant = Constant {
+            server: attributes(&server),
+            client: attributes(&local("CLIENT")),
+            sampled: [false, true]
+                .map(|sampled| attributes(&[("aws.trace.flag.sampled", Value::Bool(sampled))])),
+        };
+        Ok(Self {
+            socket,
+            daemon,
+            service: service.to_owned(),
+            server_name: function.unwrap_or(service).to_owned(),
+            application_signals: environment.application_signals,
+            resource: resource(service, environment),
+            scope: otlp::scope(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+            constant,
+            operations: Mutex::new(Vec::new()),
+            ids: RandomState::new(),
+            next_id: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
+        })
+    }
+
+    pub fn server_name(&self) -> &str {
+        &self.server_name
+    }
+
+    pub fn application_signals(&self) -> bool {
+        self.application_signals
+    }
+
+    /// The attributes every SERVER span of this process carries (encoded).
+    pub fn server_attributes(&self) -> &[u8] {
+        &self.constant.server
+    }
+
+    /// The attributes every CLIENT span of this process carries (encoded).
+    pub fn client_attributes(&self) -> &[u8] {
+        &self.constant.client
+    }
+
+    /// `aws.trace.flag.sampled` (encoded).
+    pub fn sampled_attribute(&self, sampled: bool) -> &[u8] {
+        &self.constant.sampled[usize::from(sampled)]
+    }
+
+    /// Calls `write` with the encoded attributes of the AWS operation
+    /// `service`.`name`, encoding them on its first call in the process.
+    pub fn operation_attributes(&self, service: &str, name: &str, write: impl FnOnce(&[u8])) {
+        let mut operations = self.operations.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = operations
+            .iter()
+            .find(|operation| operation.service == service && operation.name == name)
+        {
+            write(&known.attributes);
+            return;
+        }
+        let remote = format!("AWS::{service}");
+        let mut pairs = vec![
+            ("rpc.system", Value::Str("aws-api")),
+            ("rpc.service", Value::Str(service)),
+            ("rpc.method", Value::Str(name)),
+        ];
+        if service == "DynamoDB" {
+            pairs.extend([
+                ("db.system", Value::Str("dynamodb")),
+                ("db.operation", Value::Str(name)),
+            ]);
+        }
+        pairs.extend([
+            ("aws.remote.service", Value::Str(&remote)),
+            ("aws.remote.operation", Value::Str(name)),
+        ]);
+        let operation = Operation {
+            service: service.to_owned(),
+            name: name.to_owned(),
+            attributes: attributes(&pairs),
+        };
+        write(&operation.attributes);
+        operations.push(operation);
+    }
+
+    /// A fresh span id: a counter through SipHash with this process's
+    /// random keys, so unique within the process and unpredictable across.
+    pub fn id(&self) -> [u8; 8] {
+        loop {
+            let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let id = self.ids.hash_one(n);
+            // An all-zero span id is invalid.
+            if id != 0 {
+                return id.to_be_bytes();
+            }
+        }
+    }
+
+    /// Sends the spans encoded in `bytes` (each a `Span` as field 2 of
+    /// `ScopeSpans`, the n-th ending at `ends[n]`) in as few datagrams as
+    /// ten spans each and the size limit allow. A failure (no daemon
+    /// listening, a full buffer) loses them and is logged once per process.
+    pub fn send(&self, bytes: &[u8], ends: &[usize], sampled: bool) {
+        let (resource, scope) = (self.resource.len(), self.scope.len());
+        SCRATCH.with_borrow_mut(|(request, datagram)| {
+            let mut first = 0;
+            while first < ends.len() {
+                let start = if first == 0 { 0 } else { ends[first - 1] };
+                // As many spans as fit, at least one.
+                let mut last = first;
+                while last + 1 < ends.len()
+                    && last + 1 - first < MAX_SPANS_PER_DATAGRAM
+                    && datagram_len(otlp::request_len(resource, scope, ends[last + 1] - start))
+                        <= MAX_DATAGRAM
+                {
+                    last += 1;
+                }
+                let spans = &bytes[start..ends[last]];
+                first = last + 1;
+                if datagram_len(otlp::request_len(resource, scope, spans.len())) > MAX_DATAGRAM {
+                    // One span alone over the limit: it cannot be, with the
+                    // lengths of ours' messages kept short.
+                    self.warn_once(&io::Error::other(format!(
+                        "a span of {} bytes is over the datagram's limit",
+                        spans.len()
+                    )));
+                    continue;
+                }
+                request.clear();
+                otlp::request(request, &self.resource, &self.scope, std::iter::once(spans));
+                // The buffer keeps its length between sends, so that it is
+                // zeroed only when it grows.
+                let at = DAEMON_HEADER.len() + 3;
+                let length = at + base64_len(request.len());
+                if datagram.len() < length {
+                    datagram.resize(length, 0);
+                }
+                datagram[..DAEMON_HEADER.len()].copy_from_slice(DAEMON_HEADER);
+                datagram[DAEMON_HEADER.len()..at].copy_from_slice(if sampled { b"T1S" } else { b"T1U" });
+                // The slice is exactly this encoding's length.
+                if STANDARD
+                    .encode_slice(&request[..], &mut datagram[at..length])
+                    .is_err()
+                {
+                    continue;
+                }
+                if let Err(err) = self.socket.send(&datagram[..length]) {
+                    self.warn_once(&err);
+                }
+            }
+        });
+    }
+
+    fn warn_once(&self, err: &io::Error) {
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                daemon = %self.daemon,
+                cause = %err,
+                "could not send spans to the X-Ray daemon's endpoint; this is logged once, later losses are not"
+            );
+        }
+    }
+}
+
+fn base64_len(bytes: usize) -> usize {
+    bytes.div_ceil(3) * 4
+}
+
+fn datagram_len(request: usize) -> usize {
+    DAEMON_HEADER.len() + 3 + base64_len(request)
+}
+
+/// The resource attributes ADOT's Lambda layer sets (`service.name`,
+/// `cloud.*`, `faas.*`, `aws.log.group.names`) and those an SDK gives
+/// (`telemetry.sdk.*`), with ADOT's `aws.local.service`.
+fn resource(service: &str, environment: &Environment) -> Vec<u8> {
+    let mut attributes = vec![
+        ("service.name", Value::Str(service)),
+        ("telemetry.sdk.name", Value::Str(env!("CARGO_PKG_NAME"))),
+        ("telemetry.sdk.language", Value::Str("rust")),
+        ("telemetry.sdk.version", Value::Str(env!("CARGO_PKG_VERSION"))),
+        ("cloud.provider", Value::Str("aws")),
+        ("cloud.platform", Value::Str("aws_lambda")),
+    ];
+    for (key, value) in [
+        ("cloud.region", &environment.region),
+        ("faas.name", &environment.function_name),
+        ("faas.version", &environment.function_version),
+        ("faas.instance", &environment.log_stream_name),
+        // A string, as ADOT sends it and Application Signals documents it
+        // (several names joined by `&`), not the conventions' string[]:
+        // docs/tracing.md, "Decisions".
+        ("aws.log.group.names", &environment.log_group_name),
+    ] {
+        if let Some(value) = value {
+            attributes.push((key, Value::Str(value)));
+        }
+    }
+    attributes.push(("aws.local.service", Value::Str(service)));
+    otlp::resource(&attributes)
+}
+
+/// `host:port`, as Lambda sets it, or the two-address form the X-Ray SDKs
+/// also accept (`udp:host:port tcp:host:port`), of which the UDP one.
+fn daemon_address(value: &str) -> Result<SocketAddr, DaemonError> {
+    let value = value.trim();
+    let udp = if value.contains(' ') {
+        value
+            .split_whitespace()
+            .find_map(|part| part.strip_prefix("udp:"))
+            .ok_or_else(|| DaemonError::Address(value.to_owned()))?
+    } else {
+        value
+    };
+    if let Ok(address) = udp.parse() {
+        return Ok(address);
+    }
+    // A host name (`localhost:2000`): resolved once, here, at start-up.
+    udp.to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .ok_or_else(|| DaemonError::Address(value.to_owned()))
+}
+
+/// Now, in nanoseconds since the Unix epoch, as OTLP wants times.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_nanos()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_eight_bytes_never_zero_and_never_repeat_in_a_process() {
+        let tracer = Tracer::with("127.0.0.1:9".parse().unwrap(), "s", &Environment::default()).unwrap();
+        let ids: std::collections::HashSet<[u8; 8]> = (0..10_000).map(|_| tracer.id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        assert!(!ids.contains(&[0; 8]));
+    }
+
+    #[test]
+    fn the_daemon_address_is_host_and_port_or_the_udp_half_of_the_two_address_form() {
+        for (value, expected) in [
+            ("169.254.79.129:2000", Some("169.254.79.129:2000")),
+            (" 127.0.0.1:2000 ", Some("127.0.0.1:2000")),
+            ("tcp:127.0.0.1:2000 udp:127.0.0.2:2001", Some("127.0.0.2:2001")),
+            ("tcp:127.0.0.1:2000 other", None),
+            ("169.254.79.129", None),
+            ("not an address", None),
+        ] {
+            let parsed = daemon_address(value).ok().map(|address| address.to_string());
+            assert_eq!(parsed.as_deref(), expected, "{value:?}");
+        }
+        let named = daemon_address("localhost:2000").unwrap();
+        assert!(named.ip().is_loopback() && named.port() == 2000, "{named}");
+    }
+
+    #[test]
+    fn base64_lengths_are_those_of_padded_base64() {
+        for length in [0, 1, 2, 3, 4, 100, 3000] {
+            assert_eq!(
+                base64_len(length),
+                STANDARD.encode(vec![0; length]).len(),
+                "{length}"
+            );
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! The spans as a listener in the daemon's place receives them, decoded
+//! with OpenTelemetry's own generated messages.
+
+use std::time::Duration;
+
+use lambda_http::http::{Response, Uri};
+use serde_json::{Value, json};
+
+use super::super::decode::{Datagram, attributes, datagram, hex};
+use super::super::{Environment, Tracer, carried, carry, scope_with};
+use super::*;
+
+const SAMPLED: &str = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+const TRACE_ID: &str = "5759e988bd862e3fe1be46a994272793";
+
+/// A tracer sending to a listener of the test's own, standing in for
+/// the daemon; leaked, as the process's tracer lives as long as it.
+fn daemon(application_signals: bool) -> (&'static Tracer, std::net::UdpSocket) {
+    let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let environment = Environment {
+        region: Some("eu-west-1".to_owned()),
+        function_name: Some("orders".to_owned()),
+        function_version: Some("$LATEST".to_owned()),
+        log_stream_name: Some("2026/11/25/[$LATEST]abc".to_owned()),
+        log_group_name: Some("/aws/lambda/orders".to_owned()),
+        application_signals,
+    };
+    let tracer = Tracer::with(listener.local_addr().unwrap(), "orders-eu", &environment).unwrap();
+    (Box::leak(Box::new(tracer)), listener)
+}
+
+/// Every datagram already received. The sends are synchronous and the
+/// listener is on loopback: by the time the scope has ended, they are
+/// in its buffer or lost.
+fn datagrams(listener: &std::net::UdpSocket) -> Vec<Datagram> {
+    listener.set_nonblocking(true).unwrap();
+    let mut buffer = [0; 65_536];
+    let mut datagrams = Vec::new();
+    while let Ok(length) = listener.recv(&mut buffer) {
+        datagrams.push(datagram(&buffer[..length]));
+    }
+    datagrams
+}
+
+fn answer(status: u16, error: Option<u32>) -> Answer<'static> {
+    Answer {
+        cold_start: true,
+        status,
+        error,
+        method: "POST",
+        route: Some("/orders"),
+        invocation_id: Some("8f1c-request"),
+        function_arn: Some("arn:aws:lambda:eu-west-1:123456789012:function:orders:live"),
+    }
+}
+
+#[test]
+fn only_a_sampled_header_with_a_well_formed_root_and_parent_is_traced() {
+    let (tracer, _listener) = daemon(false);
+    let (signals, _other) = daemon(true);
+    for (header, traced, with_signals) in [
+        (SAMPLED, true, true),
+        (
+            "Sampled=1;Parent=53995c3f42cd8ad8;Root=1-5759e988-bd862e3fe1be46a994272793",
+            true,
+            true,
+        ),
+        (
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0",
+            false,
+            true,
+        ),
+        (
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
+            false,
+            true,
+        ),
+        ("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1", false, false),
+        (
+            "Root=1-5759e988-bd862e3fe1be46a99427279;Parent=53995c3f42cd8ad8;Sampled=1",
+            false,
+            false,
+        ),
+        (
+            "Root=2-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+            false,
+            false,
+        ),
+        (
+            "Root=1-5759e988-bd862e3fe1be46a99427279g;Parent=53995c3f42cd8ad8;Sampled=1",
+            false,
+            false,
+        ),
+        (
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=\"x\";Sampled=1",
+            false,
+            false,
+        ),
+        ("", false, false),
+    ] {
+        assert_eq!(Spans::parse(header, tracer).is_some(), traced, "{header:?}");
+        assert_eq!(
+            Spans::parse(header, signals).is_some(),
+            with_signals,
+            "{header:?}, Application Signals on"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_sampled_invocation_sends_its_server_span_with_the_answer_as_attributes() {
+    let (tracer, listener) = daemon(false);
+
+    scope_with(Some(tracer), Some(SAMPLED), async {
+        answered(answer(409, Some(40901)));
+        // Once per invocation, whatever calls it again.
+        answered(answer(200, None));
+    })
+    .await;
+
+    let datagrams = datagrams(&listener);
+    assert_eq!(datagrams.len(), 1, "{datagrams:#?}");
+    let datagram = &datagrams[0];
+    assert_eq!(datagram.mark, "T1S");
+    assert_eq!(
+        datagram.resource,
+        json!({
+            "service.name": "orders-eu", "telemetry.sdk.name": "lambda-host", "telemetry.sdk.language": "rust",
+            "telemetry.sdk.version": env!("CARGO_PKG_VERSION"), "cloud.provider": "aws", "cloud.platform": "aws_lambda",
+            "cloud.region": "eu-west-1", "faas.name": "orders", "faas.version": "$LATEST",
+            "faas.instance": "2026/11/25/[$LATEST]abc", "aws.log.group.names": "/aws/lambda/orders",
+            "aws.local.service": "orders-eu",
+        })
+    );
+    assert_eq!(
+        datagram.scopes,
+        [("lambda-host".to_owned(), env!("CARGO_PKG_VERSION").to_owned())]
+    );
+    assert_eq!(datagram.spans.len(), 1);
+    let span = &datagram.spans[0];
+    assert_eq!(
+        (
+            span.name.as_str(),
+            span.kind,
+            hex(&span.trace_id),
+            hex(&span.parent_span_id),
+            span.flags
+        ),
+        (
+            "orders",
+            2,
+            TRACE_ID.to_owned(),
+            "53995c3f42cd8ad8".to_owned(),
+            0x301
+        )
+    );
+    assert_eq!(span.span_id.len(), 8);
+    assert!(span.start_time_unix_nano <= span.end_time_unix_nano);
+    assert_eq!(span.status, None, "a 409 is the client's");
+    assert_eq!(
+        attributes(&span.attributes),
+        json!({
+            "faas.trigger": "http", "aws.local.service": "orders-eu", "aws.local.operation": "orders/FunctionHandler",
+            "aws.span.kind": "LOCAL_ROOT", "aws.trace.flag.sampled": true,
+            "faas.invocation_id": "8f1c-request",
+            "cloud.resource_id": "arn:aws:lambda:eu-west-1:123456789012:function:orders",
+            "cloud.account.id": "123456789012", "faas.coldstart": true,
+            "http.request.method": "POST", "http.route": "/orders", "http.response.status_code": 409,
+            "ColdStart": true, "Status": 409, "ErrorCode": 40901,
+            "aws.xray.annotations": ["ColdStart", "Status", "ErrorCode"],
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_5xx_is_an_error_of_the_server_span() {
+    let (tracer, listener) = daemon(false);
+
+    scope_with(Some(tracer), Some(SAMPLED), async {
+        answered(answer(503, Some(50301)))
+    })
+    .await;
+
+    let span = &datagrams(&listener)[0].spans[0];
+    let status = span.status.as_ref().expect("a status");
+    assert_eq!(status.code, 2, "ERROR");
+    assert_eq!(attributes(&span.attributes)["error.type"], "503");
+}
+
+#[tokio::test]
+async fn an_invocation_that_ends_unanswered_ends_its_server_span_as_an_error() {
+    let (tracer, listener) = daemon(false);
+
+    scope_with(Some(tracer), Some(SAMPLED), async {}).await;
+
+    let datagrams = datagrams(&listener);
+    assert_eq!(datagrams.len(), 1);
+    let span = &datagrams[0].spans[0];
+    assert_eq!(span.status.as_ref().map(|status| status.code), Some(2));
+    assert_eq!(span.events.len(), 1);
+    assert_eq!(span.events[0].name, "exception");
+    assert_eq!(
+        attributes(&span.events[0].attributes)["exception.type"],
+        "NoAnswer"
+    );
+    assert_eq!(attributes(&span.attributes)["error.type"], "NoAnswer");
+    assert_eq!(attributes(&span.attributes).get("faas.invocation_id"), None);
+}
+
+async fn one_remote_call_and_an_answer() {
+    answered(answer(200, None));
+    let uri: Uri = "https://issuer.example/jwks".parse().unwrap();
+    let _ = remote_call(&uri, async { Ok::<_, String>(Response::new(())) }).await;
+}
+
+#[tokio::test]
+async fn unsampled_headerless_or_untraced_invocations_send_nothing() {
+    let (tracer, listener) = daemon(false);
+    let unsampled = SAMPLED.replace("Sampled=1", "Sampled=0");
+    for (tracer, header) in [
+        (Some(tracer), Some(unsampled.as_str())),
+        (Some(tracer), None),
+        (None, Some(SAMPLED)),
+    ] {
+        scope_with(tracer, header, one_remote_call_and_an_answer()).await;
+    }
+    one_remote_call_and_an_answer().await;
+
+    assert_eq!(datagrams(&listener).len(), 0);
+}
+
+#[tokio::test]
+async fn with_application_signals_an_unsampled_invocation_sends_its_spans_marked_unsampled() {
+    let (tracer, listener) = daemon(true);
+    let unsampled = SAMPLED.replace("Sampled=1", "Sampled=0");
+
+    scope_with(Some(tracer), Some(&unsampled), one_remote_call_and_an_answer()).await;
+    scope_with(Some(tracer), None, one_remote_call_and_an_answer()).await;
+
+    let datagrams = datagrams(&listener);
+    assert_eq!(
+        datagrams.len(),
+        1,
+        "the headerless one sends nothing: {datagrams:#?}"
+    );
+    assert_eq!(datagrams[0].mark, "T1U");
+    assert_eq!(datagrams[0].spans.len(), 2);
+    for span in &datagrams[0].spans {
+        assert_eq!(span.flags & 0xff, 0, "not sampled: {span:?}");
+        assert_eq!(attributes(&span.attributes)["aws.trace.flag.sampled"], false);
+    }
+}
+
+#[tokio::test]
+async fn a_remote_call_is_a_client_span_of_the_server_span_and_one_cut_short_is_a_timeout() {
+    let (tracer, listener) = daemon(false);
+    let uri: Uri = "https://issuer.example:8443/.well-known/jwks.json"
+        .parse()
+        .unwrap();
+
+    scope_with(Some(tracer), Some(SAMPLED), async {
+        let answer = Response::builder().status(404).body(()).unwrap();
+        let _ = remote_call(&uri, async { Ok::<_, String>(answer) }).await;
+        let hangs = remote_call(&uri, std::future::pending::<Result<Response<()>, String>>());
+        let _ = tokio::time::timeout(Duration::from_millis(10), hangs).await;
+        let _ = remote_call(&uri, async { Err::<Response<()>, _>("connection refused") }).await;
+        answered(super::tests::answer(200, None));
+    })
+    .await;
+
+    let datagrams = datagrams(&listener);
+    assert_eq!(datagrams.len(), 1, "one datagram for the invocation");
+    let spans = &datagrams[0].spans;
+    assert_eq!(spans.len(), 4, "{spans:#?}");
+    let server = &spans[3];
+    assert_eq!(server.kind, 2);
+    let calls: Vec<(Value, Value, Value)> = spans[..3]
+        .iter()
+        .map(|span| {
+            assert_eq!(
+                (
+                    span.name.as_str(),
+                    span.kind,
+                    &span.parent_span_id,
+                    hex(&span.trace_id),
+                    span.flags
+                ),
+                ("GET", 3, &server.span_id, TRACE_ID.to_owned(), 0x101)
+            );
+            let status = span
+                .status
+                .as_ref()
+                .map(|status| json!([status.code, status.message]));
+            let events: Vec<Value> = span
+                .events
+                .iter()
+                .map(|event| attributes(&event.attributes))
+                .collect();
+            (attributes(&span.attributes), json!(status), json!(events))
+        })
+        .collect();
+    let common = json!({
+        "http.request.method": "GET", "url.full": "https://issuer.example:8443/.well-known/jwks.json",
+        "server.address": "issuer.example", "server.port": 8443,
+        "aws.local.service": "orders-eu", "aws.local.operation": "orders/FunctionHandler",
+        "aws.span.kind": "CLIENT", "aws.trace.flag.sampled": true,
+        "aws.remote.service": "issuer.example", "aws.remote.operation": "GET /.well-known",
+    });
+    let with = |extra: Value| {
+        let mut all = common.clone();
+        all.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        all
+    };
+    assert_eq!(
+        calls[0],
+        (
+            with(json!({ "http.response.status_code": 404, "error.type": "404" })),
+            json!([2, ""]),
+            json!([])
+        )
+    );
+    let timeout = "abandoned before it finished: the invocation's time ran out first";
+    assert_eq!(
+        calls[1],
+        (
+            with(json!({ "error.type": "TimeoutError" })),
+            json!([2, format!("TimeoutError: {timeout}")]),
+            json!([{ "exception.type": "TimeoutError", "exception.message": timeout }])
+        )
+    );
+    assert_eq!(
+        calls[2],
+        (
+            with(json!({ "error.type": "ConnectionError" })),
+            json!([2, "ConnectionError: connection refused"]),
+            json!([{ "exception.type": "ConnectionError", "exception.message": "connection refused" }])
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_call_that_ends_after_its_invocation_is_sent_on_its_own() {
+    let (tracer, listener) = daemon(false);
+    let uri: Uri = "https://issuer.example/jwks".parse().unwrap();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+
+    let mut fetch = None;
+    scope_with(Some(tracer), Some(SAMPLED), async {
+        answered(answer(503, Some(50302)));
+        // The request stops waiting for the fetch: answered at its deadline.
+        fetch = Some(tokio::spawn(carried(carry(), async move {
+            let _ = remote_call(&uri, async {
+                let _ = released.await;
+                Ok::<_, String>(Response::new(()))
+            })
+            .await;
+        })));
+    })
+    .await;
+    let _ = release.send(());
+    fetch.unwrap().await.unwrap();
+
+    let datagrams = datagrams(&listener);
+    assert_eq!(datagrams.len(), 2, "{datagrams:#?}");
+    let (server, call) = (&datagrams[0].spans[0], &datagrams[1].spans[0]);
+    assert_eq!((server.kind, call.kind), (2, 3));
+    assert_eq!(call.parent_span_id, server.span_id);
+    assert_eq!(call.trace_id, server.trace_id);
+}
+
+#[tokio::test]
+async fn more_than_ten_spans_go_in_datagrams_of_ten() {
+    let (tracer, listener) = daemon(false);
+    let uri: Uri = "https://issuer.example/jwks".parse().unwrap();
+
+    scope_with(Some(tracer), Some(SAMPLED), async {
+        for _ in 0..24 {
+            let _ = remote_call(&uri, async { Ok::<_, String>(Response::new(())) }).await;
+        }
+        answered(answer(200, None));
+    })
+    .await;
+
+    let sizes: Vec<usize> = datagrams(&listener)
+        .iter()
+        .map(|datagram| datagram.spans.len())
+        .collect();
+    assert_eq!(sizes, [10, 10, 5]);
+}
+
+#[test]
+fn long_messages_are_cut_at_a_character_boundary() {
+    let long = "é".repeat(MAX_MESSAGE_BYTES);
+    let cut = truncated(&long);
+    assert!(cut.len() <= MAX_MESSAGE_BYTES && cut.len() > MAX_MESSAGE_BYTES - 2);
+    assert_eq!(truncated("short"), "short");
+}
+
+/// A DynamoDB endpoint that takes connections and never answers.
+fn black_hole() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().collect();
+        drop(held);
+    });
+    url
+}
+
+#[tokio::test]
+async fn a_putitem_dropped_before_dynamodb_answered_is_still_sent_as_a_timeout() {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials};
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    let (tracer, listener) = daemon(false);
+    let mut config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("eu-west-1"))
+        .credentials_provider(Credentials::new("l", "l", None, None, "t"))
+        .endpoint_url(black_hole());
+    for interceptor in super::super::interceptors() {
+        config.push_interceptor(interceptor);
+    }
+    let client = aws_sdk_dynamodb::Client::from_conf(config.build());
+
+    // As a handler does at the invocation's deadline: it gives up on the
+    // store and answers, dropping the PutItem's future mid-flight.
+    let put = client
+        .put_item()
+        .table_name("orders")
+        .item("id", AttributeValue::N("1".to_owned()))
+        .send();
+    let cut = scope_with(Some(tracer), Some(SAMPLED), async {
+        tokio::time::timeout(Duration::from_millis(300), put).await
+    })
+    .await;
+
+    assert!(cut.is_err(), "the PutItem was still waiting");
+    let datagrams = datagrams(&listener);
+    assert_eq!(datagrams.len(), 1, "one datagram for the invocation");
+    let spans = &datagrams[0].spans;
+    let put = spans
+        .iter()
+        .find(|span| span.name == "DynamoDB.PutItem")
+        .unwrap_or_else(|| panic!("a PutItem span: {spans:#?}"));
+    let server = spans.iter().find(|span| span.kind == 2).expect("the SERVER span");
+    assert_eq!((put.kind, &put.parent_span_id), (3, &server.span_id));
+    let attributes = attributes(&put.attributes);
+    assert_eq!(attributes["aws.dynamodb.table_names"], json!(["orders"]));
+    assert_eq!(attributes["error.type"], "TimeoutError");
+    let timeout = "abandoned before it finished: the invocation's time ran out first";
+    let status = put
+        .status
+        .as_ref()
+        .map(|status| json!([status.code, status.message]));
+    assert_eq!(json!(status), json!([2, format!("TimeoutError: {timeout}")]));
+}

@@ -1,0 +1,325 @@
+//! Traces, seen from the daemon's side: the built function under the
+//! stand-in Runtime API, DynamoDB Local behind the fault proxy, and a UDP
+//! listener where Lambda's X-Ray daemon would be. Every datagram is decoded
+//! with OpenTelemetry's own generated messages (`opentelemetry-proto`) and
+//! checked span by span against the shape of docs/tracing.md: a traced
+//! invocation sends one datagram, its SERVER span and a CLIENT span per
+//! DynamoDB call beneath it, each with its own invocation's ids, also eight
+//! at once; an unsampled one sends nothing unless Application Signals is on
+//! (then `T1U`); a headerless one never; a daemon that is not there changes
+//! nothing but one warning.
+//!
+//! `shape`: each span's attributes, status and events, as docs/tracing.md
+//! lists them; `delivery`: which invocations send what, and to whom.
+
+mod delivery;
+mod shape;
+
+use std::collections::HashMap;
+use std::net::UdpSocket;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use base64::Engine as _;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message as _;
+use serde_json::{Map, Value, json};
+
+use crate::fault_proxy::{Fault, FaultProxy};
+use crate::helpers::function;
+use crate::helpers::{client_for, create_table, dynamodb_local_endpoint, unique_name};
+use crate::runtime_api::{http_event, run_to_the_end};
+use crate::runtime_fake::{FUNCTION_ARN, FakeRuntimeApi, Invocation, Posted};
+
+/// What the test sends to the listener itself once the function is done:
+/// the reader has read everything sent before it when it reads this.
+const END: &[u8] = b"end of the test's datagrams";
+
+/// One decoded datagram: its mark (`T1S` or `T1U`), resource and spans.
+#[derive(Debug, Clone)]
+struct Datagram {
+    mark: String,
+    resource: Value,
+    spans: Vec<Span>,
+}
+
+/// A UDP listener standing in for the X-Ray daemon: a thread receives every
+/// datagram as it comes (a few hundred would overflow the socket's buffer
+/// otherwise) and decodes it.
+struct Daemon {
+    address: String,
+    datagrams: Arc<Mutex<Vec<Datagram>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Daemon {
+    fn start() -> Self {
+        let socket = UdpSocket::bind("127.0.0.1:0").expect("a UDP port for the daemon");
+        // A safety net only: the reader stops at `END`.
+        socket
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("a read timeout");
+        let address = socket.local_addr().expect("an address").to_string();
+        let datagrams = Arc::<Mutex<Vec<Datagram>>>::default();
+        let kept = datagrams.clone();
+        let thread = std::thread::spawn(move || {
+            let mut buffer = vec![0; 65_536];
+            loop {
+                let length = socket.recv(&mut buffer).expect("the test's end marker in time");
+                if &buffer[..length] == END {
+                    return;
+                }
+                assert!(length < 64_000, "a datagram of {length} bytes");
+                let datagram = decode(&buffer[..length]);
+                kept.lock().unwrap_or_else(PoisonError::into_inner).push(datagram);
+            }
+        });
+        Self {
+            address,
+            datagrams,
+            thread: Some(thread),
+        }
+    }
+
+    /// Every datagram received, once the sender is done: the sends are
+    /// synchronous, so they are in the socket's queue before `END`.
+    fn datagrams(mut self) -> Vec<Datagram> {
+        let marker = UdpSocket::bind("127.0.0.1:0").expect("a port");
+        marker.send_to(END, &self.address).expect("the end marker");
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("the daemon's thread");
+        }
+        std::mem::take(&mut *self.datagrams.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+fn decode(bytes: &[u8]) -> Datagram {
+    let text = std::str::from_utf8(bytes).expect("an ASCII datagram");
+    let (header, body) = text.split_once('\n').expect("a header line");
+    assert_eq!(header, r#"{"format":"json","version":1}"#);
+    let (mark, encoded) = body.split_at(3);
+    let protobuf = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .expect("base64");
+    let request =
+        ExportTraceServiceRequest::decode(protobuf.as_slice()).expect("an OTLP ExportTraceServiceRequest");
+    assert_eq!(request.resource_spans.len(), 1, "{request:#?}");
+    let resource_spans = &request.resource_spans[0];
+    assert_eq!(resource_spans.scope_spans.len(), 1, "{request:#?}");
+    let scope = &resource_spans.scope_spans[0];
+    let name = scope.scope.as_ref().map(|scope| scope.name.as_str());
+    assert_eq!(name, Some("plant-store"), "{request:#?}");
+    Datagram {
+        mark: mark.to_owned(),
+        resource: attributes(&resource_spans.resource.as_ref().expect("a resource").attributes),
+        spans: scope.spans.clone(),
+    }
+}
+
+fn value(any: Option<&AnyValue>) -> Value {
+    match any.and_then(|any| any.value.as_ref()) {
+        Some(any_value::Value::StringValue(text)) => json!(text),
+        Some(any_value::Value::BoolValue(flag)) => json!(flag),
+        Some(any_value::Value::IntValue(number)) => json!(number),
+        Some(any_value::Value::ArrayValue(array)) => {
+            Value::Array(array.values.iter().map(|item| value(Some(item))).collect())
+        }
+        other => panic!("a value of a kind the function never sends: {other:?}"),
+    }
+}
+
+/// Attributes as a JSON object; a key twice is a failure.
+fn attributes(pairs: &[KeyValue]) -> Value {
+    let mut object = Map::new();
+    for pair in pairs {
+        let previous = object.insert(pair.key.clone(), value(pair.value.as_ref()));
+        assert!(previous.is_none(), "{} twice", pair.key);
+    }
+    Value::Object(object)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The trace id and parent span id a trace header names, as OTLP has them.
+fn ids(trace_header: &str) -> (String, String) {
+    let part = |name: &str| {
+        trace_header
+            .split(';')
+            .find_map(|part| part.strip_prefix(name))
+            .expect("the part")
+            .to_owned()
+    };
+    (
+        part("Root=").trim_start_matches("1-").replace('-', ""),
+        part("Parent="),
+    )
+}
+
+/// A span's status as `[code, message]`, `null` when unset.
+fn status(span: &Span) -> Value {
+    span.status
+        .as_ref()
+        .map_or(Value::Null, |status| json!([status.code, status.message]))
+}
+
+fn events(span: &Span) -> Value {
+    span.events
+        .iter()
+        .map(|event| json!({ "name": event.name, "attributes": attributes(&event.attributes) }))
+        .collect()
+}
+
+/// The datagram of the invocation whose trace header is `trace_header`: its
+/// SERVER span (the remote parent the header's `Parent`) and the spans
+/// beneath it, all in the one datagram.
+fn of_invocation<'a>(
+    datagrams: &'a [Datagram],
+    trace_header: &str,
+) -> (&'a Datagram, &'a Span, Vec<&'a Span>) {
+    let (trace_id, parent) = ids(trace_header);
+    let mine: Vec<&Datagram> = datagrams
+        .iter()
+        .filter(|datagram| datagram.spans.iter().any(|span| hex(&span.trace_id) == trace_id))
+        .collect();
+    assert_eq!(mine.len(), 1, "one datagram for {trace_header}: {mine:#?}");
+    let datagram = mine[0];
+    assert!(
+        datagram.spans.iter().all(|span| hex(&span.trace_id) == trace_id),
+        "no other invocation's span in it: {datagram:#?}"
+    );
+    let servers: Vec<&Span> = datagram
+        .spans
+        .iter()
+        .filter(|span| hex(&span.parent_span_id) == parent)
+        .collect();
+    assert_eq!(
+        servers.len(),
+        1,
+        "one SERVER span for {trace_header}: {datagram:#?}"
+    );
+    let server = servers[0];
+    assert_eq!(server.kind, 2, "SERVER");
+    let calls: Vec<&Span> = datagram
+        .spans
+        .iter()
+        .filter(|span| span.parent_span_id == server.span_id)
+        .collect();
+    assert_eq!(
+        calls.len() + 1,
+        datagram.spans.len(),
+        "every span hangs from the SERVER span"
+    );
+    assert!(
+        calls.iter().all(|call| call.kind == 3),
+        "CLIENT spans: {calls:#?}"
+    );
+    for span in &datagram.spans {
+        assert_eq!(span.span_id.len(), 8);
+        assert!(span.start_time_unix_nano <= span.end_time_unix_nano);
+        assert!(
+            server.start_time_unix_nano <= span.start_time_unix_nano
+                && span.end_time_unix_nano <= server.end_time_unix_nano,
+            "inside the SERVER span: {span:#?}"
+        );
+    }
+    (datagram, server, calls)
+}
+
+/// The built function, traced, its store behind `proxy`, serving `sent`
+/// (`workers` at once); returns the answers by request id and the log.
+async fn serve_traced(
+    sent: &[Invocation],
+    proxy: &FaultProxy,
+    table: &str,
+    daemon: &str,
+    workers: usize,
+    application_signals: bool,
+) -> (HashMap<String, Posted>, Vec<Value>) {
+    let api = FakeRuntimeApi::holding(sent.to_vec(), workers);
+    let mut command = function(&api.address, &proxy.url());
+    command
+        .env("TABLE_NAME", table)
+        .env("AWS_XRAY_DAEMON_ADDRESS", daemon);
+    if workers > 1 {
+        command.env("AWS_LAMBDA_MAX_CONCURRENCY", workers.to_string());
+    }
+    if application_signals {
+        command.env("OTEL_AWS_APPLICATION_SIGNALS_ENABLED", "true");
+    }
+    let count = sent.len();
+    let (posted, lines) = tokio::task::spawn_blocking(move || run_to_the_end(&api, count, command))
+        .await
+        .expect("the function ran");
+    let answers = posted
+        .into_iter()
+        .map(|post| (post.request_id().to_owned(), post))
+        .collect();
+    (answers, lines)
+}
+
+fn answer_status(answers: &HashMap<String, Posted>, request_id: &str) -> Value {
+    answers[request_id].body["statusCode"].clone()
+}
+
+async fn table_behind_a_proxy() -> (String, FaultProxy) {
+    let table = unique_name("plants");
+    create_table(&client_for(dynamodb_local_endpoint()), &table).await;
+    (table, FaultProxy::start(dynamodb_local_endpoint()).await)
+}
+
+fn create(id: u32, n: usize, name: &str) -> Invocation {
+    Invocation::new(
+        &format!("req-{n}"),
+        http_event(&format!(r#"{{"id":{id},"name":"{name}"}}"#)),
+    )
+    .sampled()
+}
+
+/// `base` with `extra`'s keys added.
+fn with(base: &Value, extra: Value) -> Value {
+    let mut all = base.clone();
+    all.as_object_mut()
+        .expect("an object")
+        .extend(extra.as_object().expect("an object").clone());
+    all
+}
+
+/// The SERVER span's attributes for an answer, as docs/tracing.md lists them.
+fn server_attributes(request_id: &str, cold: bool, status: u16, error: Option<u32>, sampled: bool) -> Value {
+    let mut expected = json!({
+        "faas.trigger": "http", "aws.local.service": "plant-store", "aws.local.operation": "plants/FunctionHandler",
+        "aws.span.kind": "LOCAL_ROOT", "aws.trace.flag.sampled": sampled,
+        "faas.invocation_id": request_id, "cloud.resource_id": FUNCTION_ARN, "cloud.account.id": "123456789012",
+        "faas.coldstart": cold, "http.request.method": "POST", "http.route": "/plants",
+        "http.response.status_code": status, "ColdStart": cold, "Status": status,
+        "aws.xray.annotations": ["ColdStart", "Status"],
+    });
+    if let Some(code) = error {
+        expected = with(
+            &expected,
+            json!({ "ErrorCode": code, "aws.xray.annotations": ["ColdStart", "Status", "ErrorCode"] }),
+        );
+    }
+    if status >= 500 {
+        expected = with(&expected, json!({ "error.type": status.to_string() }));
+    }
+    expected
+}
+
+/// The PutItem's CLIENT span's attributes that do not depend on its answer.
+fn put_attributes(table: &str, region: &str, sampled: bool) -> Value {
+    json!({
+        "rpc.system": "aws-api", "rpc.service": "DynamoDB", "rpc.method": "PutItem", "aws.region": region,
+        "db.system": "dynamodb", "db.operation": "PutItem", "aws.dynamodb.table_names": [table],
+        "aws.local.service": "plant-store", "aws.local.operation": "plants/FunctionHandler",
+        "aws.span.kind": "CLIENT", "aws.trace.flag.sampled": sampled,
+        "aws.remote.service": "AWS::DynamoDB", "aws.remote.operation": "PutItem",
+        "aws.remote.resource.type": "AWS::DynamoDB::Table", "aws.remote.resource.identifier": table,
+        "aws.remote.resource.cfn.primary.identifier": table,
+    })
+}
