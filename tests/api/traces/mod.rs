@@ -111,7 +111,7 @@ fn decode(bytes: &[u8]) -> Datagram {
     assert_eq!(resource_spans.scope_spans.len(), 1, "{request:#?}");
     let scope = &resource_spans.scope_spans[0];
     let name = scope.scope.as_ref().map(|scope| scope.name.as_str());
-    assert_eq!(name, Some("plant-store"), "{request:#?}");
+    assert_eq!(name, Some("lambda-host"), "{request:#?}");
     Datagram {
         mark: mark.to_owned(),
         resource: attributes(&resource_spans.resource.as_ref().expect("a resource").attributes),
