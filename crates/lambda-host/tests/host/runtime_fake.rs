@@ -22,7 +22,7 @@ use lambda_http::http::Uri;
 use serde_json::Value;
 
 /// The ARN the stand-in gives as the invoked function's.
-pub(crate) const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:plants";
+pub(crate) const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:orders";
 /// An X-Ray trace header as Lambda sends it, for tests that need one fixed.
 pub(crate) const TRACE_HEADER: &str =
     "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
