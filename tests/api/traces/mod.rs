@@ -21,12 +21,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use base64::Engine as _;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::Span;
-use prost::Message as _;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::fault_proxy::{Fault, FaultProxy};
 use crate::helpers::function;
@@ -38,13 +34,12 @@ use crate::runtime_fake::{FUNCTION_ARN, FakeRuntimeApi, Invocation, Posted};
 /// the reader has read everything sent before it when it reads this.
 const END: &[u8] = b"end of the test's datagrams";
 
-/// One decoded datagram: its mark (`T1S` or `T1U`), resource and spans.
-#[derive(Debug, Clone)]
-struct Datagram {
-    mark: String,
-    resource: Value,
-    spans: Vec<Span>,
-}
+/// lambda-host's own reading of its datagrams, with OpenTelemetry's
+/// generated messages, shared through `#[path]`.
+#[path = "../../../crates/lambda-host/src/trace/decode.rs"]
+mod otlp;
+
+use self::otlp::{Datagram, attributes, hex};
 
 /// A UDP listener standing in for the X-Ray daemon: a thread receives every
 /// datagram as it comes (a few hundred would overflow the socket's buffer
@@ -96,53 +91,12 @@ impl Daemon {
     }
 }
 
+/// A datagram, whose one scope is lambda-host's.
 fn decode(bytes: &[u8]) -> Datagram {
-    let text = std::str::from_utf8(bytes).expect("an ASCII datagram");
-    let (header, body) = text.split_once('\n').expect("a header line");
-    assert_eq!(header, r#"{"format":"json","version":1}"#);
-    let (mark, encoded) = body.split_at(3);
-    let protobuf = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .expect("base64");
-    let request =
-        ExportTraceServiceRequest::decode(protobuf.as_slice()).expect("an OTLP ExportTraceServiceRequest");
-    assert_eq!(request.resource_spans.len(), 1, "{request:#?}");
-    let resource_spans = &request.resource_spans[0];
-    assert_eq!(resource_spans.scope_spans.len(), 1, "{request:#?}");
-    let scope = &resource_spans.scope_spans[0];
-    let name = scope.scope.as_ref().map(|scope| scope.name.as_str());
-    assert_eq!(name, Some("lambda-host"), "{request:#?}");
-    Datagram {
-        mark: mark.to_owned(),
-        resource: attributes(&resource_spans.resource.as_ref().expect("a resource").attributes),
-        spans: scope.spans.clone(),
-    }
-}
-
-fn value(any: Option<&AnyValue>) -> Value {
-    match any.and_then(|any| any.value.as_ref()) {
-        Some(any_value::Value::StringValue(text)) => json!(text),
-        Some(any_value::Value::BoolValue(flag)) => json!(flag),
-        Some(any_value::Value::IntValue(number)) => json!(number),
-        Some(any_value::Value::ArrayValue(array)) => {
-            Value::Array(array.values.iter().map(|item| value(Some(item))).collect())
-        }
-        other => panic!("a value of a kind the function never sends: {other:?}"),
-    }
-}
-
-/// Attributes as a JSON object; a key twice is a failure.
-fn attributes(pairs: &[KeyValue]) -> Value {
-    let mut object = Map::new();
-    for pair in pairs {
-        let previous = object.insert(pair.key.clone(), value(pair.value.as_ref()));
-        assert!(previous.is_none(), "{} twice", pair.key);
-    }
-    Value::Object(object)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    let datagram = otlp::datagram(bytes);
+    let names: Vec<&str> = datagram.scopes.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["lambda-host"], "{datagram:#?}");
+    datagram
 }
 
 /// The trace id and parent span id a trace header names, as OTLP has them.

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 /// One datagram: its `T1S`/`T1U` mark, the resource's attributes and
 /// the spans.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Datagram {
     pub mark: String,
     pub resource: Value,
