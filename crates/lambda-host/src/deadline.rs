@@ -7,10 +7,10 @@
 //! the caller with a generic error and resets the environment (the next
 //! request pays a cold start). On Lambda Managed Instances nothing ends it:
 //! it keeps its slot, and the environment takes fewer invocations until it
-//! is done. So the function ends every invocation itself, before its
-//! deadline, on both: the handler stops waiting for DynamoDB or the issuer
-//! at [`ANSWER_MARGIN`] before it and answers 503 (`error` 50302); the loop
-//! stops waiting for the handler a little later, shortly before it.
+//! is done. So every invocation is ended before its deadline, on both: the
+//! handler stops waiting for its calls at [`ANSWER_MARGIN`] before it and
+//! answers with the function's own error; the loop stops waiting for the
+//! handler a little later, shortly before it.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

@@ -150,17 +150,14 @@ pub async fn load(trust: &Trust) -> SdkConfig {
     let env = crate::env::sdk_var;
     if credentials_in(env) {
         // Lambda hands the execution role's credentials over in these
-        // variables, which the default chain reads first; naming their
-        // provider skips building the rest of the chain (an STS client for
-        // web identity, the container and instance providers), a tenth of
-        // a cold start's instructions. Without them, the default chain.
+        // variables, which the default chain reads first: naming their
+        // provider skips building the rest of it (docs/performance.md, "Half
+        // the CPU of a cold start"). Without them, the default chain.
         loader = loader.credentials_provider(EnvironmentVariableCredentialsProvider::new());
     }
     if region_in(env) {
         // Lambda sets AWS_REGION, which the default region chain reads
-        // first too; naming that provider skips building the rest of the
-        // chain (the profile's, and an instance metadata client with its
-        // own retry and token machinery): 13 page faults of a cold start.
+        // first too: naming its provider skips the rest of that chain.
         loader = loader.region(EnvironmentVariableRegionProvider::new());
     }
     loader.load().await

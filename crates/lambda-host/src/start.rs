@@ -23,10 +23,10 @@ use crate::{Handler, Lambda, logging};
 /// API fails for good ([`Lambda::serve`]), and the process exits 1.
 ///
 /// One thread serves one invocation at a time (classic Lambda), and several
-/// on a single vCPU: a thread spends no CPU handing wake-ups to another.
-/// Several at once on more vCPUs (Managed Instances) get a thread per vCPU,
-/// about an eighth more CPU per invocation and the only way past one vCPU's
-/// worth (docs/performance.md).
+/// on a single vCPU, where a thread spends no CPU handing wake-ups to
+/// another; several at once on more vCPUs (Managed Instances) get a thread
+/// per vCPU, the only way past one vCPU's worth (docs/performance.md, "One
+/// thread or a thread per vCPU").
 pub fn run<C, I, H, E>(configure: C) -> ExitCode
 where
     C: FnOnce() -> Result<I, E>,

@@ -2,25 +2,15 @@
 //! `http::Request` for the handler, and the handler's `Response` turned
 //! back into that front door's JSON.
 //!
-//! Both conversions are ours, on public API only: the event and response
-//! types of `aws_lambda_events` (as `lambda_http` re-exports it, so that
-//! they are the very types its `RequestContext` holds) and `lambda_http`'s
-//! request extensions (`RequestExt::with_*`). `lambda_http`'s own
-//! conversions go through `#[doc(hidden)]` items (`LambdaRequest`,
-//! `RequestOrigin`, `TransformResponse`) that any release may change, and
-//! its request conversion panics on fields a direct invoke can send
-//! (docs/upstream/lambda-http-conversion-panics.md). The request made here
-//! is the one `lambda_http::request::from_str` makes of the same event,
-//! wherever that one does not panic, and each front door's answer is the
-//! JSON `lambda_http` wrote: `tests/host/front_doors.rs` holds both.
-//!
-//! Where `lambda_http` would panic, [`decode`] sets the field aside and
-//! records it in [`Repairs`], a request extension that the handler reads (a
-//! body that is not base64 is a 400) and logs. One difference on purpose:
-//! `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH`, which `lambda_http` reads on
-//! every request, is not read: the URI keeps the stage in front of the path,
-//! as `lambda_http` does by default, and nothing routes on it (`handler.rs`
-//! routes on the raw path and the request context).
+//! Both conversions are ours, on `lambda_http`'s public API only: its own
+//! go through `#[doc(hidden)]` items and panic on what a direct invoke can
+//! send (docs/upstream/lambda-http-conversion-panics.md). The request is the
+//! one `lambda_http::request::from_str` makes of the same event, the answer
+//! the JSON `lambda_http` writes (`tests/host/front_doors.rs` holds both);
+//! where `lambda_http` would panic, [`decode`] sets the field aside and
+//! records it in [`Repairs`], for the handler to answer with its own error.
+//! The URI keeps the stage, as `lambda_http` does by default
+//! (`AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is not read).
 
 use std::fmt;
 

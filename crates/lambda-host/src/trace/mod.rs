@@ -1,32 +1,19 @@
 //! Each invocation's trace context: its trace header on every AWS SDK
-//! request made for it and, when Lambda sampled it (or Application Signals
-//! wants every invocation) and runs its X-Ray daemon beside the function,
-//! the OpenTelemetry spans that show its work, sent as ADOT sends them on
-//! Lambda (docs/tracing.md has the shape, span by span).
+//! request the handler makes and, when Lambda sampled it (or Application
+//! Signals wants every invocation) and runs its X-Ray daemon, the
+//! OpenTelemetry spans of its work, sent as ADOT sends them on Lambda
+//! (docs/tracing.md has the shape).
 //!
-//! The SDK's recursion-detection interceptor copies `_X_AMZN_TRACE_ID` from
-//! the process environment onto each request as `X-Amzn-Trace-Id`, which
-//! `lambda_runtime`'s sequential loop sets before every invocation. Our
-//! loop never writes the environment, and with several invocations in
-//! flight at once one variable could not name them all anyway. Instead the
-//! loop runs each handler in a scope (a tokio task-local) holding its own
-//! invocation's trace header, and the first of [`interceptors`] puts it on
-//! every request that handler makes, each retry included. Outside any scope
-//! (the pre-warm during init) it adds nothing.
-//!
-//! The same task-local carries what the spans need, parsed once when the
-//! invocation starts: the trace id (the header's `Root`), Lambda's segment
-//! as the remote parent (`Parent`), the id of the invocation's SERVER span,
-//! which the CLIENT spans of its calls name as their parent, and the batch
-//! its spans are encoded into as they end. Only when the header says
-//! `Sampled=1` (or `Sampled=0` with Application Signals on) and [`start`]
-//! found the daemon is any of it built; an invocation without a header has
-//! no context at all, never an earlier invocation's. A CLIENT span is
-//! opened by the second of [`interceptors`], or by [`remote_call`] (a JWKS
-//! or discovery fetch); one dropped before it finished (the handler gave up
-//! at its deadline) ends from its `Drop`, as a timeout. When the scope
-//! ends, the SERVER span ends, with what [`answered`] recorded, and the
-//! batch goes out: one datagram for the invocation.
+//! The loop runs each handler in a scope (a tokio task-local) holding its
+//! own invocation's header and, when traced, its spans, parsed once. The
+//! first of [`interceptors`] puts the header on each request made in that
+//! scope, retries included, and nothing outside any scope. The loop never
+//! writes the process-wide `_X_AMZN_TRACE_ID`
+//! (docs/upstream/lambda-runtime-trace-id-leak.md), which could not name
+//! several invocations at once anyway. CLIENT spans come from
+//! the second of [`interceptors`] and from [`remote_call`]; when the scope
+//! ends, the SERVER span ends with what [`answered`] recorded, and the
+//! invocation's spans go out as one datagram.
 
 use std::fmt::Write as _;
 use std::sync::OnceLock;
@@ -53,8 +40,9 @@ const HEADER: &str = "x-amzn-trace-id";
 
 /// The process's tracer, when `main` enabled one. Beside the task-local
 /// rather than in it: it is one socket for the life of the process, like
-/// stdout, and the places that send (the SDK interceptor, the JWKS fetch)
-/// are reached through code that must not know about tracing.
+/// stdout, and the places that send (the SDK interceptor, a
+/// [`remote_call`]) are reached through code that must not know about
+/// tracing.
 static TRACER: OnceLock<Tracer> = OnceLock::new();
 
 /// Sends the spans of traced invocations from now on, when Lambda runs its
@@ -186,10 +174,10 @@ async fn scope_with<F: Future>(
 }
 
 /// The calling task's traced invocation, to be continued in another task
-/// with [`carried`]: a JWKS fetch that a request waits for runs in a task of
-/// its own (it outlives a request dropped at its deadline), and its span
-/// still hangs under that request's SERVER span. Empty outside a traced
-/// invocation.
+/// with [`carried`]: a fetch that a request waits for may run in a task of
+/// its own (one that outlives a request dropped at its deadline), and its
+/// span still hangs under that request's SERVER span. Empty outside a
+/// traced invocation.
 pub struct Carried(Option<Spans>);
 
 /// The calling task's traced invocation, for [`carried`].
