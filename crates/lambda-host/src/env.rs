@@ -63,8 +63,14 @@ impl Concurrency {
         }
     }
 
+    /// `invocations` at once, for [`crate::Lambda::with_concurrency`] where
+    /// the environment does not say (an emulator, a test's Runtime API).
+    pub const fn new(invocations: NonZeroU32) -> Self {
+        Self(invocations)
+    }
+
     /// Digits only: no sign, no blanks, not zero.
-    pub fn parse(value: &str) -> Result<Self, StartError> {
+    fn parse(value: &str) -> Result<Self, StartError> {
         value
             .bytes()
             .all(|byte| byte.is_ascii_digit())

@@ -30,7 +30,9 @@ where
     }
 }
 
-/// The JSON subscriber `init` installs, for tests that read its lines. The
+/// The JSON subscriber that [`crate::run`] installs when Lambda asks for
+/// JSON logs, writing to `writer` instead of stdout: what a function's
+/// tests use to read its log lines as Lambda will receive them. The
 /// event's fields are top-level keys, as Powertools writes them (`service`,
 /// `cold_start`, `function_request_id`, …), not nested under `fields`, so
 /// that CloudWatch Logs Insights queries name them directly. A line written

@@ -22,7 +22,9 @@ use super::{Decoded, FrontDoor, MAX_HEADER_NAMES, Repairs, Unsupported, Unsuppor
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
 /// Parses an invocation's payload into a request. [`Repairs`] is attached
-/// to the request as an extension.
+/// to the request as an extension. The loop calls it on every event; a
+/// function's tests call it to build, from a front door's event, the very
+/// request their handler will be given.
 pub fn decode(payload: &[u8]) -> Result<Decoded, UnsupportedEvent> {
     let mut repairs = Repairs::default();
     let (mut request, origin) = match read(payload).map_err(UnsupportedEvent)? {

@@ -11,10 +11,10 @@ use crate::json;
 
 /// The front door's JSON for `response`, in the shape `lambda_http` gives
 /// it. The body goes as it is: text as text, bytes in base64 (flagged
-/// `isBase64Encoded`), none as empty text. (`lambda_http` decides between
-/// text and base64 by the `Content-Type`; every answer of this function
-/// is JSON text.) Never waits: `async` keeps the call site of the runtime
-/// loop as it was.
+/// `isBase64Encoded`), none as empty text (`lambda_http` decides between
+/// text and base64 by the `Content-Type` instead). The loop calls it on
+/// every answer; a function's tests call it to see the JSON a front door
+/// gets from their handler. Never waits.
 pub async fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
     let (parts, body) = response.into_parts();
     let status_code = i64::from(parts.status.as_u16());

@@ -25,9 +25,10 @@ pub use self::encode::encode;
 /// `http::HeaderMap` holds at most 24,576 names and panics past them, in
 /// `aws_lambda_events`' header reader, before any of our code runs: an
 /// event with more names in `headers` and `multiValueHeaders` together
-/// than this (a direct invoke's) is refused before it is read. No front
-/// door comes near: a request's headers are limited to a few tens of KB
-/// (an ALB's, the largest, to 64 KB), at 4 bytes or more each.
+/// than this (a direct invoke's) is refused before it is read, and the
+/// invocation fails without the handler seeing it. No front door comes
+/// near: a request's headers are limited to a few tens of KB (an ALB's,
+/// the largest, to 64 KB), at 4 bytes or more each.
 pub const MAX_HEADER_NAMES: usize = 16_384;
 
 /// What [`decode`] set aside because it does not form a request. Every
@@ -35,16 +36,15 @@ pub const MAX_HEADER_NAMES: usize = 16_384;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Repairs {
     /// The body was flagged `isBase64Encoded` but is not base64: dropped,
-    /// and the request is answered 400.
+    /// and the request has no body.
     pub body_not_base64: bool,
     /// `Host` (or the context's `domainName`) and `X-Forwarded-Proto` did
     /// not form a URL with the path: removed, and the URI is the path
-    /// alone. We never route on them.
+    /// alone.
     pub host_ignored: bool,
-    /// The query string did not form a URI: ignored. We take no query.
+    /// The query string did not form a URI: dropped.
     pub query_ignored: bool,
-    /// The path (with the stage) did not form a URL: replaced by `/`,
-    /// which is not ours, so the request is answered 404.
+    /// The path (with the stage) did not form a URL: replaced by `/`.
     pub path_ignored: bool,
 }
 
@@ -122,7 +122,8 @@ pub enum FrontDoor {
     Alb,
 }
 
-/// A request ready for the handler, and where it came from.
+/// A request ready for the handler, and where it came from: what a
+/// function's tests hand their handler, from the front doors' real events.
 #[derive(Debug)]
 pub struct Decoded {
     /// The request, with [`Repairs`] among its extensions.

@@ -47,7 +47,9 @@ impl Lambda {
     }
 
     /// A Runtime API at `endpoint` (`http://host:port`, optionally with a
-    /// base path), one invocation at a time.
+    /// base path), one invocation at a time: to serve a handler from an
+    /// emulator or a test's own Runtime API, where [`crate::run`] would
+    /// read Lambda's environment.
     pub fn new(endpoint: Uri, function: FunctionConfig) -> Self {
         Self {
             api: RuntimeApi::new(endpoint.clone(), Concurrency::ONE),
@@ -68,7 +70,8 @@ impl Lambda {
     }
 
     /// Tells Lambda that init failed, so that the invoke that started this
-    /// execution environment fails with `message` rather than a timeout.
+    /// execution environment fails with `message` rather than a timeout; for
+    /// a `main` of its own, as [`crate::run`] does on a failed init.
     pub async fn init_error(&self, message: &str) -> Result<(), Error> {
         self.api.init_error(message).await
     }

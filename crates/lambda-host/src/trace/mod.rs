@@ -208,7 +208,9 @@ pub async fn carried<F: Future>(carried: Carried, future: F) -> F::Output {
     }
 }
 
-/// The trace header of the invocation being served by the calling task.
+/// The trace header of the invocation being served by the calling task, for
+/// a handler to forward on a request the AWS SDK does not make (the SDK's
+/// own carry it already). `None` outside an invocation, or without a header.
 pub fn current() -> Option<String> {
     CURRENT
         .try_with(|invocation| invocation.header.clone())

@@ -267,11 +267,11 @@ fn encoded(file: &str, response: Response<Body>) -> String {
     String::from_utf8(json).expect("UTF-8")
 }
 
-/// A response as `handler.rs` builds them: a JSON body and the four
-/// headers every response carries, and here one more, as a 401 has.
+/// A response as a function might build one: a JSON body, headers it sets
+/// on every response, and one more, as a 401 has.
 fn handler_response() -> Response<Body> {
     let mut response = Response::new(Body::from(
-        r#"{"error":40101,"message":"missing bearer token"}"#.to_owned(),
+        r#"{"error":"unauthorized","message":"no credentials"}"#.to_owned(),
     ));
     *response.status_mut() = StatusCode::UNAUTHORIZED;
     let headers = response.headers_mut();
@@ -292,9 +292,9 @@ fn handler_response() -> Response<Body> {
     response
 }
 
-const HANDLER_REST: &str = r#"{"statusCode":401,"headers":{},"multiValueHeaders":{"content-type":["application/json"],"cache-control":["no-store"],"x-content-type-options":["nosniff"],"x-request-id":["c6af9ac6-7b61-11e6-9a41-93e8deadbeef"],"www-authenticate":["Bearer realm=\"items\""]},"body":"{\"error\":40101,\"message\":\"missing bearer token\"}","isBase64Encoded":false}"#;
-const HANDLER_HTTP: &str = r#"{"statusCode":401,"headers":{"content-type":"application/json","cache-control":"no-store","x-content-type-options":"nosniff","x-request-id":"c6af9ac6-7b61-11e6-9a41-93e8deadbeef","www-authenticate":"Bearer realm=\"items\""},"multiValueHeaders":{},"body":"{\"error\":40101,\"message\":\"missing bearer token\"}","isBase64Encoded":false,"cookies":[]}"#;
-const HANDLER_ALB: &str = r#"{"statusCode":401,"statusDescription":"401 Unauthorized","headers":{"content-type":"application/json","cache-control":"no-store","x-content-type-options":"nosniff","x-request-id":"c6af9ac6-7b61-11e6-9a41-93e8deadbeef","www-authenticate":"Bearer realm=\"items\""},"multiValueHeaders":{"content-type":["application/json"],"cache-control":["no-store"],"x-content-type-options":["nosniff"],"x-request-id":["c6af9ac6-7b61-11e6-9a41-93e8deadbeef"],"www-authenticate":["Bearer realm=\"items\""]},"body":"{\"error\":40101,\"message\":\"missing bearer token\"}","isBase64Encoded":false}"#;
+const HANDLER_REST: &str = r#"{"statusCode":401,"headers":{},"multiValueHeaders":{"content-type":["application/json"],"cache-control":["no-store"],"x-content-type-options":["nosniff"],"x-request-id":["c6af9ac6-7b61-11e6-9a41-93e8deadbeef"],"www-authenticate":["Bearer realm=\"items\""]},"body":"{\"error\":\"unauthorized\",\"message\":\"no credentials\"}","isBase64Encoded":false}"#;
+const HANDLER_HTTP: &str = r#"{"statusCode":401,"headers":{"content-type":"application/json","cache-control":"no-store","x-content-type-options":"nosniff","x-request-id":"c6af9ac6-7b61-11e6-9a41-93e8deadbeef","www-authenticate":"Bearer realm=\"items\""},"multiValueHeaders":{},"body":"{\"error\":\"unauthorized\",\"message\":\"no credentials\"}","isBase64Encoded":false,"cookies":[]}"#;
+const HANDLER_ALB: &str = r#"{"statusCode":401,"statusDescription":"401 Unauthorized","headers":{"content-type":"application/json","cache-control":"no-store","x-content-type-options":"nosniff","x-request-id":"c6af9ac6-7b61-11e6-9a41-93e8deadbeef","www-authenticate":"Bearer realm=\"items\""},"multiValueHeaders":{"content-type":["application/json"],"cache-control":["no-store"],"x-content-type-options":["nosniff"],"x-request-id":["c6af9ac6-7b61-11e6-9a41-93e8deadbeef"],"www-authenticate":["Bearer realm=\"items\""]},"body":"{\"error\":\"unauthorized\",\"message\":\"no credentials\"}","isBase64Encoded":false}"#;
 
 #[test]
 fn each_front_door_is_answered_in_its_own_format() {

@@ -3,6 +3,7 @@
 //! invocation at a time as on classic Lambda, and several at once as on
 //! Lambda Managed Instances.
 
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -220,7 +221,7 @@ async fn an_init_error_is_posted_with_its_type() {
     let api = FakeRuntimeApi::start(Vec::new());
 
     Lambda::new(api.uri(), function_config())
-        .init_error("refusing to start: TABLE_NAME is not set")
+        .init_error("refusing to start: GREETING is not set")
         .await
         .expect("posted");
 
@@ -236,7 +237,7 @@ async fn an_init_error_is_posted_with_its_type() {
     );
     assert_eq!(
         posted.body,
-        json!({ "errorType": "Runtime.InitError", "errorMessage": "refusing to start: TABLE_NAME is not set" })
+        json!({ "errorType": "Runtime.InitError", "errorMessage": "refusing to start: GREETING is not set" })
     );
 }
 
@@ -249,7 +250,7 @@ where
     H: Fn(Request) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    let concurrency = Concurrency::parse(&workers.to_string()).expect("a positive integer");
+    let concurrency = Concurrency::new(NonZeroU32::new(workers).expect("a positive integer"));
     Lambda::new(api.uri(), function_config())
         .with_concurrency(concurrency)
         .serve(handler_fn(handler))
@@ -394,7 +395,7 @@ async fn with_one_worker_the_work_behind_an_answer_ends_before_the_next_next_and
         let uri = api.lock().expect("api").uri();
 
         let _ = Lambda::new(uri, function_config())
-            .with_concurrency(Concurrency::parse(&workers.to_string()).expect("a concurrency"))
+            .with_concurrency(Concurrency::new(NonZeroU32::new(workers).expect("a concurrency")))
             .serve(handler)
             .await;
 
