@@ -284,8 +284,8 @@ impl Tracer {
                 let spans = &bytes[start..ends[last]];
                 first = last + 1;
                 if datagram_len(otlp::request_len(resource, scope, spans.len())) > MAX_DATAGRAM {
-                    // One span alone over the limit: it cannot be, with the
-                    // lengths of ours' messages kept short.
+                    // One span alone over the limit, dropped: none of ours
+                    // comes near it, their messages being cut short.
                     self.warn_once(&io::Error::other(format!(
                         "a span of {} bytes is over the datagram's limit",
                         spans.len()
@@ -397,7 +397,154 @@ pub fn now() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+    use std::net::UdpSocket;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use lambda_http::tracing::subscriber::fmt::MakeWriter;
+
     use super::*;
+    use crate::trace::decode::{self, Datagram};
+    use crate::trace::otlp::{Kind, SpanHead, SpanWriter};
+
+    /// What the test's listener reads as "nothing more is coming".
+    const END: &[u8] = b"end";
+
+    /// The datagrams a tracer sends while `send` runs, as a listener in
+    /// the daemon's place reads them (in a thread of its own, so that a
+    /// few datagrams of 64 KB cannot fill its socket's buffer), each with
+    /// its length.
+    fn sent(send: impl FnOnce(&Tracer)) -> Vec<(usize, Datagram)> {
+        let listener = UdpSocket::bind("127.0.0.1:0").unwrap();
+        listener.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let address = listener.local_addr().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut buffer = vec![0; 65_536];
+            let mut datagrams = Vec::new();
+            loop {
+                let length = listener.recv(&mut buffer).expect("the end marker in time");
+                if &buffer[..length] == END {
+                    return datagrams;
+                }
+                datagrams.push((length, decode::datagram(&buffer[..length])));
+            }
+        });
+        let tracer = Tracer::with(address, "s", &Environment::default()).unwrap();
+        send(&tracer);
+        UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .send_to(END, address)
+            .unwrap();
+        reader.join().unwrap()
+    }
+
+    /// A batch of spans numbered by their id's bytes, each `padding` bytes
+    /// of attribute long or so, as `Spans` hands it to [`Tracer::send`].
+    fn batch(spans: &[(u8, usize)]) -> (Vec<u8>, Vec<usize>) {
+        let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+        for &(id, padding) in spans {
+            let head = SpanHead {
+                trace_id: [1; 16],
+                span_id: [id; 8],
+                parent_span_id: [2; 8],
+                name: &["GET"],
+                kind: Kind::Client,
+                start_unix_nano: 1,
+                end_unix_nano: 2,
+                flags: 0x101,
+            };
+            let mut span = SpanWriter::begin(&mut bytes, &head);
+            span.attribute("padding", Value::Str(&"x".repeat(padding)));
+            span.finish();
+            ends.push(bytes.len());
+        }
+        (bytes, ends)
+    }
+
+    /// The first byte of each span's id, datagram by datagram.
+    fn ids(datagrams: &[(usize, Datagram)]) -> Vec<Vec<u8>> {
+        datagrams
+            .iter()
+            .map(|(_, datagram)| datagram.spans.iter().map(|span| span.span_id[0]).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_over_the_limit_goes_in_datagrams_each_under_it_of_ten_spans_at_most_none_lost() {
+        // Twelve spans of 9 KB (five fit in a datagram once in base64), then
+        // fifteen small ones: 130 KB of spans.
+        let spans: Vec<(u8, usize)> = (1..=27)
+            .map(|id| (id, if id <= 12 { 9_000 } else { 100 }))
+            .collect();
+        let (bytes, ends) = batch(&spans);
+        assert!(
+            datagram_len(bytes.len()) > 2 * MAX_DATAGRAM,
+            "a batch over the limit"
+        );
+
+        let datagrams = sent(|tracer| tracer.send(&bytes, &ends, true));
+
+        for (length, datagram) in &datagrams {
+            assert!(*length <= MAX_DATAGRAM, "a datagram of {length} bytes");
+            assert!(datagram.spans.len() <= MAX_SPANS_PER_DATAGRAM, "{length} bytes");
+            assert_eq!(datagram.mark, "T1S");
+        }
+        let every: Vec<u8> = ids(&datagrams).concat();
+        assert_eq!(every, (1..=27).collect::<Vec<u8>>(), "every span once, in order");
+        assert_eq!(
+            ids(&datagrams).iter().map(Vec::len).collect::<Vec<_>>(),
+            [5, 5, 10, 7],
+            "as many as fit in each"
+        );
+    }
+
+    /// Log lines written while the test runs, on its thread.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl MakeWriter<'_> for Lines {
+        type Writer = Self;
+        fn make_writer(&self) -> Self {
+            self.clone()
+        }
+    }
+
+    #[test]
+    fn a_span_alone_over_the_limit_is_dropped_with_one_warning_and_the_others_are_sent() {
+        let lines = Lines::default();
+        let subscriber = crate::logging::json_subscriber(None, lines.clone());
+        // Spans 2 and 4 are over the limit on their own once in base64.
+        let (first, first_ends) = batch(&[(1, 100), (2, 50_000), (3, 100)]);
+        let (second, second_ends) = batch(&[(4, 50_000)]);
+
+        let datagrams = tracing::dispatcher::with_default(&tracing::Dispatch::new(subscriber), || {
+            sent(|tracer| {
+                tracer.send(&first, &first_ends, true);
+                tracer.send(&second, &second_ends, false);
+            })
+        });
+
+        assert_eq!(ids(&datagrams), [vec![1], vec![3]]);
+        let logged = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let warnings: Vec<&str> = logged.lines().filter(|line| line.contains("WARN")).collect();
+        assert_eq!(warnings.len(), 1, "once per process: {logged}");
+        assert!(
+            warnings[0].contains("over the datagram's limit"),
+            "{}",
+            warnings[0]
+        );
+    }
 
     #[test]
     fn ids_are_eight_bytes_never_zero_and_never_repeat_in_a_process() {
