@@ -395,18 +395,6 @@ async fn the_json_content_type_may_carry_a_utf8_charset() {
     assert_eq!(response.status, 200);
 }
 
-#[tokio::test]
-async fn an_http_api_on_a_named_stage_routes_like_the_default_stage() {
-    let app = TestApp::new().await;
-    let event = Event::load("create-http-api.json")
-        .raw_path("/prod/plants")
-        .stage("prod");
-
-    let response = app.send(event.request()).await;
-
-    assert_eq!(response.status, 200, "{}", response.body);
-}
-
 /// The custom-domain sample event of one front door, where its path and
 /// the route API Gateway matched are written, and the plant its body holds.
 struct CustomDomain {
