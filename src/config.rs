@@ -31,6 +31,7 @@ pub enum ConfigError {
     NoVerifier,
     InvalidPrewarm,
     Telemetry(TelemetrySettingError),
+    InvalidMetricsDisabled,
 }
 
 impl fmt::Display for ConfigError {
@@ -72,7 +73,7 @@ impl fmt::Display for ConfigError {
             Self::Telemetry(TelemetrySettingError::Namespace) => f.write_str(
                 "POWERTOOLS_METRICS_NAMESPACE must be at most 255 characters from letters, digits, spaces and . - _ / # :, not starting with AWS/ (default PlantStore)",
             ),
-            Self::Telemetry(TelemetrySettingError::MetricsDisabled) => f.write_str(
+            Self::InvalidMetricsDisabled => f.write_str(
                 "POWERTOOLS_METRICS_DISABLED must be true or false (or 1/0, on/off, yes/no): whether to stop writing CloudWatch metrics (default false)",
             ),
         }
@@ -112,7 +113,15 @@ impl Config {
             None => true,
         };
 
-        let telemetry = TelemetrySettings::from_lookup(&get).map_err(ConfigError::Telemetry)?;
+        let service = get("POWERTOOLS_SERVICE_NAME");
+        let namespace = get("POWERTOOLS_METRICS_NAMESPACE");
+        let mut telemetry = TelemetrySettings::new(service.as_deref(), namespace.as_deref())
+            .map_err(ConfigError::Telemetry)?;
+        // Powertools reads only "true" as off; anything unreadable is a
+        // mistake worth stopping for rather than guessing.
+        if let Some(value) = get("POWERTOOLS_METRICS_DISABLED") {
+            telemetry.metrics = !parse_switch(&value).ok_or(ConfigError::InvalidMetricsDisabled)?;
+        }
 
         Ok(Self {
             table_name: table_name.trim().to_owned(),
@@ -125,7 +134,7 @@ impl Config {
 
 /// An on/off setting: `1`/`0`, `true`/`false`, `on`/`off`, `yes`/`no`, in
 /// any case. Anything else is a mistake worth stopping for.
-pub(crate) fn parse_switch(value: &str) -> Option<bool> {
+fn parse_switch(value: &str) -> Option<bool> {
     let value = value.trim();
     let is = |words: [&str; 4]| words.iter().any(|word| value.eq_ignore_ascii_case(word));
     if is(["1", "true", "on", "yes"]) {
@@ -401,5 +410,64 @@ mod tests {
         assert!(config(&vars).is_ok());
         let vars = [("TABLE_NAME", "plants"), ("PLANTS_JWT_SCOPE", "plants:write")];
         assert_eq!(config(&vars).unwrap_err(), ConfigError::NoVerifier);
+    }
+
+    #[test]
+    fn the_powertools_variables_give_the_service_namespace_and_switch() {
+        let digest = StaticTokens::digest_hex("dev");
+        let base = [("TABLE_NAME", "plants"), ("PLANTS_TOKEN_SHA256", digest.as_str())];
+        assert_eq!(config(&base).unwrap().telemetry, TelemetrySettings::default());
+
+        let mut vars = base.to_vec();
+        vars.extend([
+            ("POWERTOOLS_SERVICE_NAME", " plants-eu "),
+            ("POWERTOOLS_METRICS_NAMESPACE", "Shop/Plants"),
+            ("POWERTOOLS_METRICS_DISABLED", "TRUE"),
+        ]);
+        assert_eq!(
+            config(&vars).unwrap().telemetry,
+            TelemetrySettings {
+                service: "plants-eu".to_owned(),
+                namespace: "Shop/Plants".to_owned(),
+                metrics: false,
+            }
+        );
+        for off in ["false", "0", "No"] {
+            let mut vars = base.to_vec();
+            vars.push(("POWERTOOLS_METRICS_DISABLED", off));
+            assert!(config(&vars).unwrap().telemetry.metrics, "{off}");
+        }
+    }
+
+    #[test]
+    fn unusable_powertools_variables_are_refused_naming_the_variable() {
+        let digest = StaticTokens::digest_hex("dev");
+        let cases = [
+            (
+                "POWERTOOLS_SERVICE_NAME",
+                "plant\u{7}store",
+                ConfigError::Telemetry(TelemetrySettingError::ServiceName),
+            ),
+            (
+                "POWERTOOLS_METRICS_NAMESPACE",
+                "AWS/Lambda",
+                ConfigError::Telemetry(TelemetrySettingError::Namespace),
+            ),
+            (
+                "POWERTOOLS_METRICS_DISABLED",
+                "maybe",
+                ConfigError::InvalidMetricsDisabled,
+            ),
+        ];
+        for (name, value, error) in cases {
+            let vars = [
+                ("TABLE_NAME", "plants"),
+                ("PLANTS_TOKEN_SHA256", digest.as_str()),
+                (name, value),
+            ];
+            let err = config(&vars).unwrap_err();
+            assert_eq!(err, error, "{name}={value}");
+            assert!(err.to_string().starts_with(name), "{err}");
+        }
     }
 }

@@ -1,8 +1,6 @@
-//! The Powertools settings (`POWERTOOLS_SERVICE_NAME`,
-//! `POWERTOOLS_METRICS_NAMESPACE`, `POWERTOOLS_METRICS_DISABLED`), read and
-//! checked once at start-up.
-
-use crate::config::parse_switch;
+//! The Powertools settings (the `service` key, the metric namespace,
+//! metrics on or off), checked once at start-up against what CloudWatch
+//! takes; [`crate::config`] reads them from the environment.
 
 /// The `service` key and dimension when `POWERTOOLS_SERVICE_NAME` is unset.
 pub const DEFAULT_SERVICE: &str = "plant-store";
@@ -31,22 +29,20 @@ impl Default for TelemetrySettings {
     }
 }
 
-/// Which Powertools variable is unusable.
+/// Which Powertools setting CloudWatch would refuse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TelemetrySettingError {
     ServiceName,
     Namespace,
-    MetricsDisabled,
 }
 
 impl TelemetrySettings {
-    /// Reads the Powertools variables through `get`, which treats empty
-    /// values as unset. CloudWatch would drop, one invocation at a time and
+    /// A service name and a namespace (the defaults when `None`), trimmed,
+    /// with metrics on. CloudWatch would drop, one invocation at a time and
     /// silently, every document whose namespace or dimension value it
     /// refuses, so those are checked here, once.
-    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, TelemetrySettingError> {
-        let service = get("POWERTOOLS_SERVICE_NAME")
-            .map_or_else(|| DEFAULT_SERVICE.to_owned(), |value| value.trim().to_owned());
+    pub fn new(service: Option<&str>, namespace: Option<&str>) -> Result<Self, TelemetrySettingError> {
+        let service = service.map_or(DEFAULT_SERVICE, str::trim).to_owned();
         // CloudWatch dimension values: 1 to 1024 ASCII characters, not only
         // blanks; we also refuse control characters, which no log reader wants.
         if service.len() > 1024
@@ -56,24 +52,17 @@ impl TelemetrySettings {
         {
             return Err(TelemetrySettingError::ServiceName);
         }
-        let namespace = get("POWERTOOLS_METRICS_NAMESPACE")
-            .map_or_else(|| DEFAULT_NAMESPACE.to_owned(), |value| value.trim().to_owned());
+        let namespace = namespace.map_or(DEFAULT_NAMESPACE, str::trim).to_owned();
         // CloudWatch namespaces: up to 255 of these characters, and the
         // `AWS/` prefix belongs to AWS services.
         let allowed = |byte: u8| byte.is_ascii_alphanumeric() || b".-_/#: ".contains(&byte);
         if namespace.len() > 255 || !namespace.bytes().all(allowed) || namespace.starts_with("AWS/") {
             return Err(TelemetrySettingError::Namespace);
         }
-        // Powertools reads only "true" as off; anything unreadable is a
-        // mistake worth stopping for rather than guessing.
-        let metrics = match get("POWERTOOLS_METRICS_DISABLED") {
-            None => true,
-            Some(value) => !parse_switch(&value).ok_or(TelemetrySettingError::MetricsDisabled)?,
-        };
         Ok(Self {
             service,
             namespace,
-            metrics,
+            metrics: true,
         })
     }
 }
@@ -82,84 +71,44 @@ impl TelemetrySettings {
 mod tests {
     use super::*;
 
-    fn settings(vars: &[(&str, &str)]) -> Result<TelemetrySettings, TelemetrySettingError> {
-        TelemetrySettings::from_lookup(&|name: &str| {
-            vars.iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| (*value).to_owned())
-        })
+    #[test]
+    fn no_service_or_namespace_gives_the_documented_defaults() {
+        assert_eq!(
+            TelemetrySettings::new(None, None),
+            Ok(TelemetrySettings::default())
+        );
+        assert_eq!(TelemetrySettings::default().service, "plant-store");
+        assert_eq!(TelemetrySettings::default().namespace, "PlantStore");
     }
 
     #[test]
-    fn unset_powertools_variables_give_the_documented_defaults() {
+    fn a_service_and_a_namespace_are_kept_trimmed() {
         assert_eq!(
-            settings(&[]),
+            TelemetrySettings::new(Some(" plants-eu "), Some("Shop/Plants")),
             Ok(TelemetrySettings {
-                service: "plant-store".to_owned(),
-                namespace: "PlantStore".to_owned(),
+                service: "plants-eu".to_owned(),
+                namespace: "Shop/Plants".to_owned(),
                 metrics: true,
             })
         );
     }
 
     #[test]
-    fn the_service_namespace_and_switch_come_from_the_powertools_variables() {
-        let read = settings(&[
-            ("POWERTOOLS_SERVICE_NAME", " plants-eu "),
-            ("POWERTOOLS_METRICS_NAMESPACE", "Shop/Plants"),
-            ("POWERTOOLS_METRICS_DISABLED", "TRUE"),
-        ]);
-        assert_eq!(
-            read,
-            Ok(TelemetrySettings {
-                service: "plants-eu".to_owned(),
-                namespace: "Shop/Plants".to_owned(),
-                metrics: false,
-            })
-        );
-        for off in ["false", "0", "No"] {
-            let read = settings(&[("POWERTOOLS_METRICS_DISABLED", off)]).map(|read| read.metrics);
-            assert_eq!(read, Ok(true), "{off}");
-        }
-    }
-
-    #[test]
     fn values_cloudwatch_would_refuse_stop_the_function_at_start() {
         let long = "n".repeat(256);
         let cases = [
-            (
-                "POWERTOOLS_METRICS_NAMESPACE",
-                "AWS/Lambda",
-                TelemetrySettingError::Namespace,
-            ),
-            (
-                "POWERTOOLS_METRICS_NAMESPACE",
-                "Plänts",
-                TelemetrySettingError::Namespace,
-            ),
-            (
-                "POWERTOOLS_METRICS_NAMESPACE",
-                long.as_str(),
-                TelemetrySettingError::Namespace,
-            ),
-            (
-                "POWERTOOLS_SERVICE_NAME",
-                "plant\u{7}store",
-                TelemetrySettingError::ServiceName,
-            ),
-            (
-                "POWERTOOLS_SERVICE_NAME",
-                "plänt-store",
-                TelemetrySettingError::ServiceName,
-            ),
-            (
-                "POWERTOOLS_METRICS_DISABLED",
-                "maybe",
-                TelemetrySettingError::MetricsDisabled,
-            ),
+            (None, Some("AWS/Lambda"), TelemetrySettingError::Namespace),
+            (None, Some("Plänts"), TelemetrySettingError::Namespace),
+            (None, Some(long.as_str()), TelemetrySettingError::Namespace),
+            (Some("plant\u{7}store"), None, TelemetrySettingError::ServiceName),
+            (Some("plänt-store"), None, TelemetrySettingError::ServiceName),
         ];
-        for (name, value, error) in cases {
-            assert_eq!(settings(&[(name, value)]), Err(error), "{name}={value}");
+        for (service, namespace, error) in cases {
+            assert_eq!(
+                TelemetrySettings::new(service, namespace),
+                Err(error),
+                "{service:?} {namespace:?}"
+            );
         }
     }
 }
