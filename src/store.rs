@@ -215,10 +215,7 @@ fn classify<R: fmt::Debug + Send + Sync + 'static>(err: SdkError<PutItemError, R
         SdkError::ServiceError(service) => {
             matches!(
                 service.err(),
-                PutItemError::ProvisionedThroughputExceededException(_)
-                    | PutItemError::RequestLimitExceeded(_)
-                    | PutItemError::ThrottlingException(_)
-                    | PutItemError::InternalServerError(_)
+                PutItemError::InternalServerError(_)
                     | PutItemError::TransactionConflictException(_)
                     | PutItemError::ReplicatedWriteConflictException(_)
             ) || is_transient_code(aws_sdk_dynamodb::error::ProvideErrorMetadata::code(service.err()))
@@ -232,8 +229,9 @@ fn classify<R: fmt::Debug + Send + Sync + 'static>(err: SdkError<PutItemError, R
     }
 }
 
-/// Error codes DynamoDB can send that the generated enum does not model:
-/// throttling, and the service's own unavailability.
+/// Error codes that say "retry later", modeled by the generated enum or
+/// not: throttling (the platform's one list), and the service's own
+/// unavailability.
 fn is_transient_code(code: Option<&str>) -> bool {
     code.is_some_and(|code| {
         lambda_host::sdk::is_throttling(code)
@@ -252,7 +250,9 @@ pub struct MemoryStore {
     plants: Arc<Mutex<HashMap<PlantId, NewPlant>>>,
 }
 
+/// What a test reads back, through a clone of the store it gave the handler.
 impl MemoryStore {
+    /// The plant stored under `id`.
     pub fn get(&self, id: PlantId) -> Option<NewPlant> {
         self.plants
             .lock()
@@ -261,10 +261,12 @@ impl MemoryStore {
             .cloned()
     }
 
+    /// How many plants are stored.
     pub fn len(&self) -> usize {
         self.plants.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
+    /// Whether nothing was stored.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
