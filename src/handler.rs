@@ -16,11 +16,9 @@ use serde::Serialize;
 
 use crate::auth::Authenticator;
 use crate::error::{ApiError, Waiting};
-use crate::plant::{BodyError, NewPlant, Plant, PlantId};
+use crate::plant::{BodyError, MAX_BODY_BYTES, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
 use crate::telemetry::{Invocation, Telemetry};
-
-pub use crate::plant::MAX_BODY_BYTES;
 
 const PLANTS_PATH: &str = "/plants";
 const X_CONTENT_TYPE_OPTIONS: HeaderName = HeaderName::from_static("x-content-type-options");
@@ -68,7 +66,7 @@ impl<S: PlantStore> App<S> {
     /// [`deadline::ANSWER_MARGIN`] before it, whatever the request is waiting for
     /// (DynamoDB, the issuer) is dropped and the answer is a 503 with
     /// `error` 50302, so that the invocation ends by itself and its worker
-    /// takes the next one (`deadline.rs` says why).
+    /// takes the next one ([`deadline`] says why).
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let started = Instant::now();
         let mut progress = Progress::default();

@@ -22,7 +22,8 @@ use lambda_http::http::Method;
 use lambda_http::http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Request};
 use plant_store::auth::Authenticator;
-use plant_store::handler::{App, MAX_BODY_BYTES};
+use plant_store::handler::App;
+use plant_store::plant::MAX_BODY_BYTES;
 use plant_store::store::MemoryStore;
 
 use crate::in_process::{JsonResponse, block_on};

@@ -18,8 +18,8 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
 use plant_store::auth::{AuthError, Authenticator, bearer_token};
 use plant_store::error::ApiError;
-use plant_store::handler::{App, MAX_BODY_BYTES};
-use plant_store::plant::{NewPlant, Plant};
+use plant_store::handler::App;
+use plant_store::plant::{MAX_BODY_BYTES, NewPlant, Plant};
 use plant_store::store::MemoryStore;
 use serde_json::Value;
 
