@@ -11,8 +11,8 @@
 //! a limit only a hang comes near. That an answer came before its deadline
 //! is not judged by the clock of a machine that may be busy: the answer
 //! being the handler's 503 (50302), not the loop's backstop, shows that the
-//! handler's cut came first; where the cut lies is deadline.rs's tests' to
-//! check.
+//! handler's cut came first; where the cut lies is for lambda-host's
+//! deadline tests to check.
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Output, Stdio};
@@ -362,8 +362,8 @@ fn documented_hostile_envelopes() -> Vec<String> {
     blocks
 }
 
-/// An HTTP API event with one header name more than `envelope.rs` takes
-/// (past 24,576, `aws_lambda_events`' header reader panics).
+/// An HTTP API event with one header name more than lambda-host's envelope
+/// takes (past 24,576, `aws_lambda_events`' header reader panics).
 fn too_many_headers() -> String {
     let mut event = create(9001);
     let headers = event["headers"].as_object_mut().expect("headers");

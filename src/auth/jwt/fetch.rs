@@ -140,7 +140,7 @@ impl JwksFetcher {
                 .header(USER_AGENT, USER_AGENT_VALUE)
                 .body(Empty::<Bytes>::new())
                 .map_err(|_| FetchError::Request)?;
-            // On the request path of a sampled invocation, a remote subsegment.
+            // On the request path of a sampled invocation, a CLIENT span.
             let response = lambda_host::trace::remote_call(&url.0, self.client.request(request))
                 .await
                 .map_err(FetchError::Transport)?;

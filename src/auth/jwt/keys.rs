@@ -1,27 +1,14 @@
 //! The issuer's keys, cached for the process: when they are fetched (at
 //! start, behind a request, or while a request waits), how long they stay
-//! fresh and usable, and the lookup of a `kid`.
+//! fresh and usable, and the lookup of a `kid`. docs/configuration.md
+//! ("JWTs from Amazon Cognito") gives the policy as an operator sees it.
 //!
-//! Stale-while-revalidate: a request never waits for the issuer while
-//! usable keys are cached. The keys are fetched during init
-//! (`KeyCache::prepare`); a request that finds them in the last quarter of
-//! their freshness, or past it but still usable, is answered from them at
-//! once and starts a refresh in a task of its own. Only a request with no
-//! usable key at all, or with a `kid` the cached keys lack, waits for a
-//! fetch. Refreshes are driven by requests, never by a timer: an idle
-//! function does not call the issuer (on Managed Instances a timer would
-//! call it forever while nobody asks; on classic Lambda a frozen
-//! environment runs no timer anyway).
-//!
-//! Every fetch runs in a spawned task, one at a time, and stores its own
-//! result: a request that waits for it may be dropped (the invocation's
-//! deadline) without losing the fetch or leaving the cache in between, and
-//! the other requests waiting for the same fetch get its result.
-//!
-//! On classic Lambda the environment is frozen once the loop asks for the
-//! next invocation: a refresh still running then resumes, and times out,
-//! only at the next thaw. `KeyCache::settled` is for the loop to wait for
-//! it after the answer has gone out, before it asks.
+//! A request never waits for the issuer while usable keys are cached: one
+//! that finds them ageing starts a refresh behind itself, and only a request
+//! with no usable key, or with a `kid` the cache lacks, waits. Refreshes
+//! follow requests, never a timer. Every fetch runs in a task of its own,
+//! one at a time, and stores its own result, so a waiting request dropped at
+//! its deadline loses nothing.
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -63,7 +63,7 @@ pub(super) async fn serve<H: Handler>(
         // Everything the invocation runs is inside the guard: a panic
         // anywhere fails this invocation, and the worker serves on. Its SDK
         // requests carry its trace header and, when sampled, it sends its
-        // subsegments (`trace/`).
+        // spans (`trace/`).
         let invocation = trace::scope(
             trace_id.as_deref(),
             invoke(config, &headers, request_id, &payload, handler),
