@@ -388,6 +388,33 @@ async fn a_discovery_document_naming_another_issuer_is_not_trusted() {
 }
 
 #[tokio::test]
+async fn fresh_keys_are_used_without_waiting_for_the_issuer_and_not_refreshed() {
+    // Fresh for an hour, so refreshed behind requests only after 45 minutes.
+    let server = JwksServer::start(standard_jwks()).await;
+    server.serve(|served| served.cache_control = Some("max-age=3600".into()));
+    // A fetch never times out (`patient`): a request that waited for one
+    // would wait until the issuer is released, which never comes.
+    let verifier = verifier(&server, quick(|policy| policy.min_ttl = Duration::ZERO));
+    let app = TestApp::with_authenticator(Authenticator::with_jwt(verifier.clone())).await;
+    verifier
+        .prepare()
+        .await
+        .expect("the keys, fetched as during init");
+    server.hold();
+
+    let response = promptly(
+        "a request with fresh keys",
+        app.send(request(&Jwt::rs256().encode(), 1)),
+    )
+    .await;
+
+    assert_outcome(&app, &response, 1, Expect::Created, "fresh keys").await;
+    server.release();
+    verifier.settled().await;
+    assert_eq!(server.fetches(), 1, "fresh keys are not refreshed");
+}
+
+#[tokio::test]
 async fn keys_near_the_end_of_their_freshness_are_refreshed_behind_a_request_that_does_not_wait() {
     // Fresh for 3 s, so refreshed behind requests from 2.25 s on.
     let server = JwksServer::start(standard_jwks()).await;
@@ -401,6 +428,7 @@ async fn keys_near_the_end_of_their_freshness_are_refreshed_behind_a_request_tha
         .prepare()
         .await
         .expect("the keys, fetched as during init");
+    // Read after the fetch: the keys are at least this old from here on.
     let fetched = Instant::now();
     // From now on the issuer has a new key, and answers nothing until
     // released.
@@ -409,32 +437,23 @@ async fn keys_near_the_end_of_their_freshness_are_refreshed_behind_a_request_tha
     });
     server.hold();
 
-    // Looked up before this request waits for anything: well inside 2.25 s.
-    let response = promptly(
-        "a request with fresh keys",
-        app.send(request(&Jwt::rs256().encode(), 1)),
-    )
-    .await;
-    assert_outcome(&app, &response, 1, Expect::Created, "fresh keys").await;
-    assert_eq!(server.fetches(), 1, "fresh keys are not refreshed");
-
     // From here on the keys are in their last quarter, or past it if this
     // machine is slow, which takes the same path.
     tokio::time::sleep_until((fetched + Duration::from_millis(2250)).into()).await;
     let response = promptly(
         "a request in the keys' last quarter",
-        app.send(request(&Jwt::rs256().encode(), 2)),
+        app.send(request(&Jwt::rs256().encode(), 1)),
     )
     .await;
-    assert_outcome(&app, &response, 2, Expect::Created, "keys in their last quarter").await;
+    assert_outcome(&app, &response, 1, Expect::Created, "keys in their last quarter").await;
     server.fetched(2).await;
     server.release();
     verifier.settled().await;
     assert_eq!(server.fetches(), 2, "one refresh, behind the request");
 
     // What the refresh brought is in use: the new key needs no fetch.
-    let response = app.send(request(&rotated().encode(), 3)).await;
-    assert_outcome(&app, &response, 3, Expect::Created, "the new key").await;
+    let response = app.send(request(&rotated().encode(), 2)).await;
+    assert_outcome(&app, &response, 2, Expect::Created, "the new key").await;
     assert_eq!(server.fetches(), 2);
 }
 
@@ -519,6 +538,9 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
     // only the deadline can end the wait.
     server.hold();
     let app = app(&server, patient()).await;
+    // Read before the deadline is set from the clock, so that the time
+    // measured from here is at least the time to the deadline.
+    let started = Instant::now();
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970")
@@ -527,7 +549,6 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
     context.request_id = "deadline-at-the-issuer".to_owned();
     context.deadline = u64::try_from(now_ms).expect("fits") + 600;
 
-    let started = Instant::now();
     let handled = app.app.handle(lambda_http::RequestExt::with_lambda_context(
         request(&Jwt::rs256().encode(), 1),
         context,
@@ -542,9 +563,11 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
         response.body,
         json!({ "error": 50302, "message": "the request could not be completed in time; retry it (a retry of the same create is safe)" })
     );
-    // Not before the cut, 250 ms before the deadline: 350 ms from `now_ms`
-    // (a timer never ends early). Where the cut lies is deadline.rs's
-    // tests' to check; a late machine may answer later, never earlier.
+    // Not before the cut, 250 ms before the deadline: 350 ms from `now_ms`,
+    // which `started` precedes (a timer never ends early; 50 ms spare for
+    // the wall clock against the monotonic one). Where the cut lies is
+    // deadline.rs's tests' to check; a late machine may answer later,
+    // never earlier.
     assert!(
         elapsed >= Duration::from_millis(300),
         "answered after {elapsed:?}"
