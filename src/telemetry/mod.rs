@@ -3,7 +3,7 @@
 //! Logger keys, and one CloudWatch Embedded Metric Format (EMF) document on
 //! stdout, which CloudWatch Logs turns into metrics with no API call.
 //!
-//! The EMF document is written by hand (serde_json, one struct) rather than
+//! The EMF document is written by hand (one serde struct) rather than
 //! through a metrics crate: the document is fixed (one namespace, one
 //! dimension, ten metrics), and the crates that format EMF install a global
 //! recorder behind the `metrics` facade and flush it per invocation, which
@@ -18,7 +18,7 @@ use lambda_http::{Context, tracing};
 
 use crate::store::Created;
 use lambda_host::envelope::Repairs;
-use lambda_host::trace;
+use lambda_host::{append_json, trace};
 
 mod emf;
 mod settings;
@@ -61,7 +61,7 @@ pub struct Invocation<'a> {
     pub latency: Duration,
     /// The DynamoDB call, when one was made.
     pub store_latency: Option<Duration>,
-    /// What the envelope decoder set aside, if anything (`envelope.rs`).
+    /// What the platform's envelope decoder set aside, if anything.
     pub envelope: Option<&'a Repairs>,
 }
 
@@ -154,9 +154,9 @@ impl Telemetry {
             trace_id,
         };
         let mut line = Vec::with_capacity(1024);
-        // Serializing strings and numbers into a Vec cannot fail; if it
-        // somehow did, a partial line must not reach CloudWatch.
-        if serde_json::to_writer(&mut line, &document).is_ok() {
+        // A document that cannot be written goes nowhere: a partial line
+        // must not reach CloudWatch.
+        if append_json(&document, &mut line) {
             line.push(b'\n');
             self.sink.write_line(&line);
         }

@@ -40,6 +40,6 @@ pub mod trace;
 
 pub use self::env::{Concurrency, StartError};
 pub use self::handler::{Handler, HandlerFn, handler_fn};
-pub use self::json::to_string as to_json;
+pub use self::json::{append as append_json, to_string as to_json};
 pub use self::runtime::Lambda;
 pub use self::start::run;
