@@ -136,6 +136,7 @@ impl Telemetry {
             status: invocation.status,
             error: invocation.error,
             method: invocation.method,
+            path: invocation.path,
             // No route matched a 404's path.
             route: (invocation.status != 404).then_some(invocation.path),
             invocation_id: request_id,

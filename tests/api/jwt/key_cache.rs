@@ -574,3 +574,7 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
     );
     assert_eq!(app.stored(1).await, None, "nothing was written");
 }
+
+/// The fetches a request waits for, as spans of the built function.
+#[path = "../traces/key_fetch.rs"]
+mod key_fetch;

@@ -10,7 +10,11 @@
 //! nothing but one warning.
 //!
 //! `shape`: each span's attributes, status and events, as docs/tracing.md
-//! lists them; `delivery`: which invocations send what, and to whom.
+//! lists them, and the check of a create's spans every other test applies
+//! to every create it traces; `delivery`: which invocations send what, and
+//! to whom. `key_fetch.rs`, the span of a key fetch a request waits for, is
+//! compiled inside `jwt::key_cache`, whose issuer stand-in and tokens it
+//! uses, with this module's daemon and checks.
 
 mod delivery;
 mod shape;
@@ -39,19 +43,20 @@ const END: &[u8] = b"end of the test's datagrams";
 #[path = "../../../crates/lambda-host/src/trace/decode.rs"]
 mod otlp;
 
-use self::otlp::{Datagram, attributes, hex};
+pub(crate) use self::otlp::attributes;
+use self::otlp::{Datagram, hex};
 
 /// A UDP listener standing in for the X-Ray daemon: a thread receives every
 /// datagram as it comes (a few hundred would overflow the socket's buffer
 /// otherwise) and decodes it.
-struct Daemon {
-    address: String,
+pub(crate) struct Daemon {
+    pub(crate) address: String,
     datagrams: Arc<Mutex<Vec<Datagram>>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Daemon {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let socket = UdpSocket::bind("127.0.0.1:0").expect("a UDP port for the daemon");
         // A safety net only: the reader stops at `END`.
         socket
@@ -81,7 +86,7 @@ impl Daemon {
 
     /// Every datagram received, once the sender is done: the sends are
     /// synchronous, so they are in the socket's queue before `END`.
-    fn datagrams(mut self) -> Vec<Datagram> {
+    pub(crate) fn datagrams(mut self) -> Vec<Datagram> {
         let marker = UdpSocket::bind("127.0.0.1:0").expect("a port");
         marker.send_to(END, &self.address).expect("the end marker");
         if let Some(thread) = self.thread.take() {
@@ -115,13 +120,13 @@ fn ids(trace_header: &str) -> (String, String) {
 }
 
 /// A span's status as `[code, message]`, `null` when unset.
-fn status(span: &Span) -> Value {
+pub(crate) fn status(span: &Span) -> Value {
     span.status
         .as_ref()
         .map_or(Value::Null, |status| json!([status.code, status.message]))
 }
 
-fn events(span: &Span) -> Value {
+pub(crate) fn events(span: &Span) -> Value {
     span.events
         .iter()
         .map(|event| json!({ "name": event.name, "attributes": attributes(&event.attributes) }))
@@ -131,7 +136,7 @@ fn events(span: &Span) -> Value {
 /// The datagram of the invocation whose trace header is `trace_header`: its
 /// SERVER span (the remote parent the header's `Parent`) and the spans
 /// beneath it, all in the one datagram.
-fn of_invocation<'a>(
+pub(crate) fn of_invocation<'a>(
     datagrams: &'a [Datagram],
     trace_header: &str,
 ) -> (&'a Datagram, &'a Span, Vec<&'a Span>) {
@@ -185,20 +190,23 @@ fn of_invocation<'a>(
 }
 
 /// The built function, traced, its store behind `proxy`, serving `sent`
-/// (`workers` at once); returns the answers by request id and the log.
-async fn serve_traced(
+/// (`workers` at once), with `env` added to its variables; returns the
+/// answers by request id and the log.
+pub(crate) async fn serve_traced(
     sent: &[Invocation],
     proxy: &FaultProxy,
     table: &str,
     daemon: &str,
     workers: usize,
     application_signals: bool,
+    env: &[(&str, &str)],
 ) -> (HashMap<String, Posted>, Vec<Value>) {
     let api = FakeRuntimeApi::holding(sent.to_vec(), workers);
     let mut command = function(&api.address, &proxy.url());
     command
         .env("TABLE_NAME", table)
-        .env("AWS_XRAY_DAEMON_ADDRESS", daemon);
+        .env("AWS_XRAY_DAEMON_ADDRESS", daemon)
+        .envs(env.iter().copied());
     if workers > 1 {
         command.env("AWS_LAMBDA_MAX_CONCURRENCY", workers.to_string());
     }
@@ -216,11 +224,11 @@ async fn serve_traced(
     (answers, lines)
 }
 
-fn answer_status(answers: &HashMap<String, Posted>, request_id: &str) -> Value {
+pub(crate) fn answer_status(answers: &HashMap<String, Posted>, request_id: &str) -> Value {
     answers[request_id].body["statusCode"].clone()
 }
 
-async fn table_behind_a_proxy() -> (String, FaultProxy) {
+pub(crate) async fn table_behind_a_proxy() -> (String, FaultProxy) {
     let table = unique_name("plants");
     create_table(&client_for(dynamodb_local_endpoint()), &table).await;
     (table, FaultProxy::start(dynamodb_local_endpoint()).await)
@@ -244,12 +252,18 @@ fn with(base: &Value, extra: Value) -> Value {
 }
 
 /// The SERVER span's attributes for an answer, as docs/tracing.md lists them.
-fn server_attributes(request_id: &str, cold: bool, status: u16, error: Option<u32>, sampled: bool) -> Value {
+pub(crate) fn server_attributes(
+    request_id: &str,
+    cold: bool,
+    status: u16,
+    error: Option<u32>,
+    sampled: bool,
+) -> Value {
     let mut expected = json!({
         "faas.trigger": "http", "aws.local.service": "plant-store", "aws.local.operation": "plants/FunctionHandler",
         "aws.span.kind": "LOCAL_ROOT", "aws.trace.flag.sampled": sampled,
         "faas.invocation_id": request_id, "cloud.resource_id": FUNCTION_ARN, "cloud.account.id": "123456789012",
-        "faas.coldstart": cold, "http.request.method": "POST", "http.route": "/plants",
+        "faas.coldstart": cold, "http.request.method": "POST", "url.path": "/plants", "http.route": "/plants",
         "http.response.status_code": status, "ColdStart": cold, "Status": status,
         "aws.xray.annotations": ["ColdStart", "Status"],
     });
@@ -276,4 +290,25 @@ fn put_attributes(table: &str, region: &str, sampled: bool) -> Value {
         "aws.remote.resource.type": "AWS::DynamoDB::Table", "aws.remote.resource.identifier": table,
         "aws.remote.resource.cfn.primary.identifier": table,
     })
+}
+
+/// The resource every datagram of the built function carries, under the
+/// stand-in Runtime API's Lambda variables.
+pub(crate) fn resource() -> Value {
+    json!({
+        "service.name": "plant-store", "telemetry.sdk.name": "lambda-host", "telemetry.sdk.language": "rust",
+        "telemetry.sdk.version": host_version(), "cloud.provider": "aws",
+        "cloud.platform": "aws_lambda", "cloud.region": "us-east-1", "faas.name": "plants",
+        "faas.version": "1", "faas.instance": "test", "aws.log.group.names": "/aws/lambda/plants",
+        "aws.local.service": "plant-store",
+    })
+}
+
+/// lambda-host's version, which writes the spans: its manifest's.
+fn host_version() -> &'static str {
+    include_str!("../../../crates/lambda-host/Cargo.toml")
+        .lines()
+        .find_map(|line| line.strip_prefix("version = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("lambda-host's manifest names its version")
 }

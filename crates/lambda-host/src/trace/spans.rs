@@ -185,6 +185,11 @@ pub struct Answer<'a> {
     pub error: Option<u32>,
     /// The request's HTTP method.
     pub method: &'a str,
+    /// The path the client asked of the API (`url.path`), without the
+    /// stage or the custom domain's API mapping key, which the front doors
+    /// leave in or take out each their own way (docs/tracing.md,
+    /// "Decisions").
+    pub path: &'a str,
     /// The route that matched (`http.route`), if any did.
     pub route: Option<&'a str>,
     /// Lambda's request id (`faas.invocation_id`).
@@ -194,10 +199,10 @@ pub struct Answer<'a> {
 }
 
 /// Records the handler's answer on the SERVER span of a traced invocation:
-/// the HTTP attributes, `faas.*`, `ColdStart`, `Status` and `ErrorCode`
-/// (indexed by X-Ray as annotations), error status on a 5xx. The span ends
-/// and is sent with the scope; a second answer changes nothing. Nothing
-/// outside a traced invocation.
+/// the HTTP attributes (`url.path` among them), `faas.*`, `ColdStart`,
+/// `Status` and `ErrorCode` (indexed by X-Ray as annotations), error status
+/// on a 5xx. The span ends and is sent with the scope; a second answer
+/// changes nothing. Nothing outside a traced invocation.
 pub fn answered(answer: Answer<'_>) {
     let _ = CURRENT.try_with(|invocation| {
         let Some(server) = &invocation.server else {
@@ -227,6 +232,7 @@ pub fn answered(answer: Answer<'_>) {
         }
         attribute("faas.coldstart", Value::Bool(answer.cold_start));
         attribute("http.request.method", Value::Str(answer.method));
+        attribute("url.path", Value::Str(answer.path));
         if let Some(route) = answer.route {
             attribute("http.route", Value::Str(route));
         }

@@ -48,6 +48,7 @@ fn answer(status: u16, error: Option<u32>) -> Answer<'static> {
         status,
         error,
         method: "POST",
+        path: "/orders",
         route: Some("/orders"),
         invocation_id: Some("8f1c-request"),
         function_arn: Some("arn:aws:lambda:eu-west-1:123456789012:function:orders:live"),
@@ -165,7 +166,8 @@ async fn a_sampled_invocation_sends_its_server_span_with_the_answer_as_attribute
             "faas.invocation_id": "8f1c-request",
             "cloud.resource_id": "arn:aws:lambda:eu-west-1:123456789012:function:orders",
             "cloud.account.id": "123456789012", "faas.coldstart": true,
-            "http.request.method": "POST", "http.route": "/orders", "http.response.status_code": 409,
+            "http.request.method": "POST", "url.path": "/orders", "http.route": "/orders",
+            "http.response.status_code": 409,
             "ColdStart": true, "Status": 409, "ErrorCode": 40901,
             "aws.xray.annotations": ["ColdStart", "Status", "ErrorCode"],
         })
