@@ -552,10 +552,25 @@ impl<'a> MakeWriter<'a> for Captured {
     }
 }
 
+/// The variable that names another build of the function to test: a
+/// bootstrap, or a script that runs one (make test-arm64-qemu's, which runs
+/// the arm64 bootstrap of `sam build` under qemu-aarch64).
+const BINARY_VARIABLE: &str = "PLANT_STORE_BINARY";
+
+/// The function's binary, to start with nothing but the environment a test
+/// gives it: the one `PLANT_STORE_BINARY` names, or else the one cargo built
+/// for this test run.
+pub(crate) fn built_function() -> Command {
+    match std::env::var_os(BINARY_VARIABLE) {
+        Some(binary) if !binary.is_empty() => Command::new(binary),
+        _ => Command::new(env!("CARGO_BIN_EXE_plant-store")),
+    }
+}
+
 /// The built function as Lambda starts it, under `runtime_api`, its store
 /// at `dynamodb`, accepting `DEV_TOKEN`. Nothing but this environment.
 pub(crate) fn function(runtime_api: &str, dynamodb: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_plant-store"));
+    let mut command = built_function();
     command.env_clear().envs([
         ("AWS_LAMBDA_RUNTIME_API", runtime_api),
         ("AWS_LAMBDA_FUNCTION_NAME", "plants"),

@@ -4,14 +4,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use plant_store::store::{DynamoStore, OPERATION_TIMEOUT, PREWARM_TIMEOUT};
 
-use crate::helpers::{DEV_TOKEN, TestApp, client_for, unique_name};
+use crate::helpers::{DEV_TOKEN, TestApp, built_function, client_for, unique_name};
 
 /// A port on which nothing listens: connections are refused at once.
 fn refused_endpoint() -> String {
@@ -88,7 +88,7 @@ fn the_built_function_reaches_the_runtime_api_when_dynamodb_is_down() {
     let address = runtime_api.local_addr().expect("address");
     let digest = plant_store::auth::StaticTokens::digest_hex(DEV_TOKEN);
     let endpoint = refused_endpoint();
-    let mut function = Command::new(env!("CARGO_BIN_EXE_plant-store"))
+    let mut function = built_function()
         .env_clear()
         .envs([
             ("TABLE_NAME", "plants"),

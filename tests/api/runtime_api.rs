@@ -8,7 +8,8 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Event, assert_item, client_for, create_table, dynamodb_local_endpoint, function, unique_name,
+    Event, assert_item, built_function, client_for, create_table, dynamodb_local_endpoint, function,
+    unique_name,
 };
 use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted};
 
@@ -207,7 +208,7 @@ async fn every_envelope_gets_its_answer_from_the_built_function_with_one_log_lin
 fn a_function_that_cannot_start_tells_the_runtime_api_why() {
     let api = FakeRuntimeApi::start(Vec::new());
 
-    let output = Command::new(env!("CARGO_BIN_EXE_plant-store"))
+    let output = built_function()
         .env_clear()
         .envs([
             ("AWS_LAMBDA_RUNTIME_API", api.address.as_str()),

@@ -1,11 +1,11 @@
 //! The built function refuses to start without a way to verify tokens.
 
-use std::process::Command;
+use crate::helpers::built_function;
 
 /// Runs the built function with only `vars` in its environment, until it
 /// exits: its exit code, and its stdout and stderr together.
 pub(crate) fn start_the_function(vars: &[(&str, &str)]) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_plant-store"))
+    let output = built_function()
         .env_clear()
         .envs(vars.iter().copied())
         .output()
