@@ -86,14 +86,14 @@ DEPLOY_ARGS   ?=
 CONTRACT_EXAMPLES ?= 1000
 # What `sam build` leaves for the function (.aws-sam/ is git-ignored).
 SAM_BOOTSTRAP := .aws-sam/build/PlantsFunction/bootstrap
-# Is argv[1] an ELF executable for machine argv[2] (62 x86-64, 183 aarch64)?
-# 64-bit little-endian, type EXEC or DYN (PIE), and a non-zero entry point.
-ELF_EXEC_CHECK := import sys; h = open(sys.argv[1], "rb").read(32); ok = h[:6] == b"\x7fELF\x02\x01" and int.from_bytes(h[16:18], "little") in (2, 3) and int.from_bytes(h[18:20], "little") == int(sys.argv[2]) and int.from_bytes(h[24:32], "little") != 0; sys.exit(0 if ok else "error: not an ELF executable for machine " + sys.argv[2] + ": " + sys.argv[1])
+# make sam-check's own target directory, which holds release builds of the
+# bootstrap only (the GitHub workflow never caches it), and the commit whose
+# build first filled it: make reproducible's build A must be a clean build.
+SAM_TARGET_DIR := target/sam
+SAM_CLEAN_BUILD := $(SAM_TARGET_DIR)/.clean-build-of
 # make test builds and runs the bootstrap of the machine it runs on: x86-64
 # here, arm64 on an arm64 runner (the GitHub workflow runs both).
 HOST_ARCH     := $(shell uname -m)
-ELF_MACHINE_x86_64  := 62
-ELF_MACHINE_aarch64 := 183
 
 # ---- prerequisite checks: one clear line each, then stop -------------------
 # $(call fail,TEXT): print one error line and stop. TEXT sits in double quotes:
@@ -264,12 +264,18 @@ unit: check-cargo tools-test ## cargo test --workspace --all-targets (unit, Dyna
 check-deploy: $(STAMP_VENV) ## The deployment checks alone (pytest tests/deploy): template.yaml, samconfig.toml, openapi.yaml; PYTEST_ARGS="-k alarm" runs some
 	@PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "$(VENV_PY)" -m pytest tests/deploy $(PYTEST_ARGS)
 
-sam-check: check-cargo tools-zig tools-deploy tools-auditable ## sam build for this machine's architecture into .aws-sam/; check the bootstrap is an ELF for it
-	@[ -n "$(ELF_MACHINE_$(HOST_ARCH))" ] || $(call fail,make test runs on x86_64 or aarch64 Linux but this machine is $(HOST_ARCH))
-	$(SAM) build --template template.yaml --parameter-overrides Architecture=$(SAM_ARCH_$(HOST_ARCH))
+sam-check: check-cargo tools-zig tools-deploy tools-auditable ## sam build for this machine's architecture into .aws-sam/ (cargo's files in target/sam/); check the bootstrap is an ELF executable for it
+	@[ -n "$(TRIPLE_$(SAM_ARCH_$(HOST_ARCH)))" ] || $(call fail,make test runs on x86_64 or aarch64 Linux but this machine is $(HOST_ARCH))
+	@# A build into an empty target directory is a clean build of HEAD when
+	@# nothing tracked differs; a later build of the same commit changes nothing.
+	@head=$$(git diff --quiet HEAD -- 2>/dev/null && git rev-parse HEAD || true); clean=; \
+	 if [ ! -d "$(SAM_TARGET_DIR)" ]; then clean=$$head; \
+	 elif [ -z "$$head" ] || [ "$$(cat "$(SAM_CLEAN_BUILD)" 2>/dev/null)" != "$$head" ]; then rm -f "$(SAM_CLEAN_BUILD)"; fi; \
+	 echo 'CARGO_TARGET_DIR=$(SAM_TARGET_DIR) sam build --template template.yaml --parameter-overrides Architecture=$(SAM_ARCH_$(HOST_ARCH))'; \
+	 CARGO_TARGET_DIR="$(abspath $(SAM_TARGET_DIR))" $(SAM) build --template template.yaml --parameter-overrides Architecture=$(SAM_ARCH_$(HOST_ARCH)); \
+	 [ -z "$$clean" ] || echo "$$clean" > "$(SAM_CLEAN_BUILD)"
 	@[ -x "$(SAM_BOOTSTRAP)" ] || $(call fail,$(SAM_BOOTSTRAP) is missing or not executable after sam build)
-	@"$(VENV_PY)" -c '$(ELF_EXEC_CHECK)' "$(SAM_BOOTSTRAP)" "$(ELF_MACHINE_$(HOST_ARCH))"
-	@echo "ok   $(SAM_BOOTSTRAP) is an ELF executable for $(HOST_ARCH)"
+	@"$(VENV_PY)" scripts/supply_chain.py elf "$(SAM_BOOTSTRAP)" "$(TRIPLE_$(SAM_ARCH_$(HOST_ARCH)))"
 
 contract: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## HTTP contract tests (pytest) and schemathesis against the local stack (free ports)
 	cargo build --bin plant-store
@@ -411,7 +417,7 @@ AUDIT_INFO    := $(TOOLS)/rust-audit-info/bin/rust-audit-info
 CYCLONEDX     := $(TOOLS)/cargo-cyclonedx/bin/cargo-cyclonedx
 TRIPLE_arm64  := aarch64-unknown-linux-gnu
 TRIPLE_x86_64 := x86_64-unknown-linux-gnu
-CRATE_VERSION  = $(shell awk '/^\[/ { p = ($$0 == "[package]") } p && /^version *= *"/ { gsub(/^version *= *"|".*$$/, ""); print; exit }' Cargo.toml)
+CRATE_VERSION  = $(shell python3 scripts/supply_chain.py version)
 # What make sbom describes: the bootstrap of `make build ARCH=...` unless
 # SBOM_BOOTSTRAP names another (then ARCH must be its architecture).
 SBOM_BOOTSTRAP ?=
@@ -422,13 +428,14 @@ SUPPLY_PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 RUST_AUDIT_INFO="$(AUDIT_INFO)
 DIST_DIR      := dist
 # The arm64 bootstrap under qemu (make test-arm64-qemu): Debian's qemu-user
 # and libc6-arm64-cross; the aarch64 standard library from rustup.
+# PLANT_STORE_BINARY names it (this wrapper) to tests/api's black-box tests.
 AARCH64_SYSROOT := /usr/aarch64-linux-gnu
 ARM64_BUILD_DIR := .aws-sam/build-arm64
 ARM64_BOOTSTRAP := $(ARM64_BUILD_DIR)/PlantsFunction/bootstrap
 QEMU_WRAPPER    := target/qemu/bootstrap-arm64
 ARM64_SOAK_INVOCATIONS ?= 5000
 
-.PHONY: tools-auditable tools-supply-chain supply-chain reproducible sbom dist test-arm64-qemu
+.PHONY: tools-auditable tools-supply-chain supply-chain reproducible sbom dist test-arm64-qemu check-arm64-qemu
 tools-auditable: $(AUDITABLE_BIN)/cargo-auditable ## Build cargo-auditable $(CARGO_AUDITABLE_VERSION) from crates.io into .tools/ (every build of the bootstrap needs it)
 
 tools-supply-chain: tools-auditable $(AUDIT_INFO) $(CYCLONEDX) ## cargo-auditable, rust-audit-info $(RUST_AUDIT_INFO_VERSION) and cargo-cyclonedx $(CARGO_CYCLONEDX_VERSION) into .tools/ (a few minutes)
@@ -458,10 +465,17 @@ supply-chain: tools-supply-chain $(STAMP_VENV) ## The bootstrap of make sam-chec
 	@BOOTSTRAP="$(SAM_BOOTSTRAP)" SBOM="$(SBOM_DIR)/plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(HOST_ARCH)).cdx.json" $(SUPPLY_PYTEST) $(PYTEST_ARGS)
 	@$(MAKE) reproducible
 
-# The second build is a clean release build: about 4 minutes on 2 cores.
-reproducible: tools-auditable $(STAMP_VENV) ## Two sam builds of HEAD at two paths (this clone's, then a copy with an empty target dir): the same bootstrap and zip
+# Two clean release builds, about 4 minutes each on 2 cores: make
+# sam-check's, from an empty target/sam/ (rebuilt so here when it was not:
+# in the GitHub workflow it always is), and one in a second clone.
+reproducible: tools-auditable $(STAMP_VENV) ## Two clean sam builds of HEAD at two paths (this clone's target/sam/, then a second clone's): the same bootstrap and zip
+	@git diff --quiet HEAD -- || $(call fail,the working tree differs from HEAD: commit first (make reproducible compares two builds of one commit))
 	@$(MAKE) sam-check
-	@$(WITH_VENV) PYTHON="$(VENV_PY)" SAM="$(VENV)/bin/sam" SAM_CLI_TELEMETRY=0 SAM_ARCH=$(SAM_ARCH_$(HOST_ARCH)) scripts/reproducible.sh
+	@[ "$$(cat "$(SAM_CLEAN_BUILD)" 2>/dev/null)" = "$$(git rev-parse HEAD)" ] || { \
+	   echo "build A: $(SAM_TARGET_DIR)/ has seen other builds than this commit's; sam build again from an empty one"; \
+	   rm -rf "$(SAM_TARGET_DIR)"; $(MAKE) sam-check; }
+	@$(WITH_VENV) PYTHON="$(VENV_PY)" SAM="$(VENV)/bin/sam" SAM_CLI_TELEMETRY=0 SAM_ARCH=$(SAM_ARCH_$(HOST_ARCH)) \
+	   SAM_TARGET_DIR="$(abspath $(SAM_TARGET_DIR))" scripts/reproducible.sh
 
 sbom: tools-supply-chain $(STAMP_VENV) ## CycloneDX SBOM of the bootstrap (ARCH=arm64|x86_64): the crates compiled in, their licences and hashes, into target/sbom/
 	@[ -n "$(TRIPLE_$(SAM_ARCH_$(ARCH)))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
@@ -494,22 +508,39 @@ dist: check-cargo tools-zig tools-deploy tools-supply-chain ## The release files
 # server, which make test must not need. The arm64 bootstrap is built as
 # sam build builds the template's default, then the checks that take a
 # binary run it under qemu-aarch64 (about 4x slower): the supply-chain
-# checks, the smoke (the error catalogue, one at a time and at once), and the
-# soak's short form, one at a time and 8 at once (Managed Instances).
-test-arm64-qemu: check-cargo check-java tools-zig tools-deploy tools-supply-chain $(STAMP_DDB) ## The arm64 bootstrap of sam build, checked and run under qemu-aarch64 (needs qemu-user, libc6-arm64-cross and the aarch64 std)
+# checks; the black-box tests that start the built function (tests/api:
+# the front-door envelopes, start-up refusals, deadlines and Runtime API
+# faults, hostile envelopes, N = 8 on Managed Instances, logs, traces and
+# the JWKS at init), each given the bootstrap through PLANT_STORE_BINARY;
+# the bench's smoke (the error catalogue, one at a time and at once); and
+# the soak's short form, one at a time and 8 at once.
+# The tests of tests/api that start the built function (libtest's filters:
+# a test runs when its name contains one of them).
+QEMU_TESTS := startup:: runtime_api:: concurrency:: resilience:: prewarm::the_built_function \
+              telemetry:: traces:: jwt::init:: jwt::configuration::
+
+# What test-arm64-qemu needs and cannot install itself, one line each,
+# before it installs anything (ziglang, the cargo tools, DynamoDB Local).
+check-arm64-qemu: check-cargo
 	@command -v qemu-aarch64 >/dev/null 2>&1 || $(call fail,qemu-aarch64 not found: apt-get install qemu-user libc6-arm64-cross)
 	@[ -e "$(AARCH64_SYSROOT)/lib/ld-linux-aarch64.so.1" ] || $(call fail,the aarch64 C library is missing from $(AARCH64_SYSROOT): apt-get install libc6-arm64-cross)
-	@[ -d "$$(rustc --print sysroot)/lib/rustlib/aarch64-unknown-linux-gnu/lib" ] \
-	   || $(call fail,the aarch64 Rust standard library is missing: rustup target add aarch64-unknown-linux-gnu (from rustup's server))
+	@[ -d "$$(rustc --print sysroot)/lib/rustlib/$(TRIPLE_arm64)/lib" ] \
+	   || $(call fail,the aarch64 Rust standard library is missing: rustup target add $(TRIPLE_arm64) (from rustup's server))
+
+test-arm64-qemu: check-arm64-qemu ## The arm64 bootstrap of sam build, checked and run under qemu-aarch64: supply chain, tests/api's black-box tests, smoke, soak (needs qemu-user, libc6-arm64-cross and the aarch64 std)
+	@$(MAKE) check-java tools-zig tools-deploy tools-supply-chain tools-test
 	@# The template's own default Architecture, as a plain sam build (and make deploy) builds it.
 	$(SAM) build --template template.yaml --build-dir $(ARM64_BUILD_DIR)
-	@"$(VENV_PY)" -c '$(ELF_EXEC_CHECK)' "$(ARM64_BOOTSTRAP)" 183 || $(call fail,the template's default Architecture is not arm64 any more: this target has nothing to test)
+	@"$(VENV_PY)" scripts/supply_chain.py elf "$(ARM64_BOOTSTRAP)" $(TRIPLE_arm64) \
+	   || $(call fail,the template's default Architecture is not arm64 any more: this target has nothing to test)
 	@RUST_AUDIT_INFO="$(AUDIT_INFO)" "$(VENV_PY)" scripts/supply_chain.py list "$(ARM64_BOOTSTRAP)"
 	@"$(VENV_PY)" scripts/supply_chain.py al2023 "$(ARM64_BOOTSTRAP)"
 	@BOOTSTRAP="$(ARM64_BOOTSTRAP)" $(SUPPLY_PYTEST) -k "not can_fail" $(PYTEST_ARGS)
 	@mkdir -p "$(dir $(QEMU_WRAPPER))"
-	@printf '#!/bin/sh\nexec qemu-aarch64 -L %s %s "$$@"\n' "$(AARCH64_SYSROOT)" "$(abspath $(ARM64_BOOTSTRAP))" > "$(QEMU_WRAPPER)"
+	@printf '#!/bin/sh\nexec %s -L %s %s "$$@"\n' "$$(command -v qemu-aarch64)" "$(AARCH64_SYSROOT)" "$(abspath $(ARM64_BOOTSTRAP))" > "$(QEMU_WRAPPER)"
 	@chmod +x "$(QEMU_WRAPPER)"
+	DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" PLANT_STORE_BINARY="$(abspath $(QEMU_WRAPPER))" \
+	   cargo test --test api -- $(QEMU_TESTS)
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --smoke --impl rust --binary "$(QEMU_WRAPPER)"
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --binary "$(QEMU_WRAPPER)" --invocations $(ARM64_SOAK_INVOCATIONS) --max-growth-mb 0.5 --checkpoints 4
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --binary "$(QEMU_WRAPPER)" --invocations $(ARM64_SOAK_INVOCATIONS) --max-growth-mb 0.5 --checkpoints 4 --concurrency 8 --sampled

@@ -2,20 +2,24 @@
 # The same commit gives the same bytes (make reproducible; docs/supply-chain.md).
 #
 # Build A is what `sam build` left in .aws-sam/ (make sam-check ran it, in
-# this clone, with this clone's target/). Build B is the same `sam build` in
-# a second copy of HEAD at another path (`git archive`, which needs no refs:
-# CI's checkout of a pull request is a detached, shallow commit), with a target directory of its own
-# that starts empty. Both bootstraps and both deployment zips (made as
-# `sam deploy` makes them) must be byte-identical. Build B's target directory
+# this clone, into a target directory of its own, SAM_TARGET_DIR, that was
+# empty: the Makefile rebuilds it from nothing when it was not, and the
+# GitHub workflow never caches it). Build B is the same `sam build` in a
+# second clone of the commit at another path (`git clone` of this one, then
+# the commit checked out: CI's checkout of a pull request is a detached,
+# shallow commit, which a local clone carries), with a target directory of
+# its own that starts empty. Both bootstraps and both deployment zips (made
+# as `sam deploy` makes them) must be byte-identical. Each target directory
 # saw one build only, so what rustc compiled there is also held against what
 # the supply-chain checks take as compiled in (cargo tree).
 #
 # Needs: PYTHON (the tool venv's, with the SAM CLI), SAM (how to run sam),
-# SAM_ARCH (the template's Architecture), and cargo lambda, zig and
-# cargo-auditable on PATH, as the Makefile sets them.
+# SAM_ARCH (the template's Architecture), SAM_TARGET_DIR (build A's target
+# directory), and cargo lambda, zig and cargo-auditable on PATH, as the
+# Makefile sets them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${PYTHON:?}" "${SAM_ARCH:?}"
+: "${PYTHON:?}" "${SAM_ARCH:?}" "${SAM_TARGET_DIR:?}"
 read -r -a sam <<< "${SAM:?}"
 
 fail() {
@@ -35,11 +39,11 @@ scratch=$(mktemp -d -t plant-store-reproducible.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 # A longer, different path than this clone's, so that a path leaking into the
 # bytes shows.
-clone="$scratch/second-copy-at-another-path/plant-store"
-mkdir -p "$clone"
-git archive --format=tar "$commit" | tar -x -C "$clone"
+clone="$scratch/second-clone-at-another-path/plant-store"
+git clone --quiet --no-checkout . "$clone"
+git -C "$clone" -c advice.detachedHead=false checkout --quiet --detach "$commit"
 
-echo "build B: sam build of $commit in a second copy at another path, target directory empty (several minutes)"
+echo "build B: sam build of $commit in a second clone at another path, target directory empty (several minutes)"
 start=$(date +%s)
 (
     cd "$clone"
@@ -47,7 +51,7 @@ start=$(date +%s)
         --parameter-overrides "Architecture=$SAM_ARCH" > "$scratch/build-b.log" 2>&1
 ) || {
     tail -n 30 "$scratch/build-b.log" >&2
-    fail "sam build in the second copy failed (its log's end is above)"
+    fail "sam build in the second clone failed (its log's end is above)"
 }
 echo "build B took $(($(date +%s) - start)) s"
 built_b="$clone/.aws-sam/build/PlantsFunction"
@@ -73,5 +77,9 @@ for what in bootstrap zip; do
     fi
 done
 echo "     Lambda's CodeSha256 of this commit's $SAM_ARCH zip: $(sed -n 's/.*CodeSha256: \(.*\))$/\1/p' "$scratch/a.sum")"
-"$PYTHON" scripts/supply_chain.py built "$scratch/target-b" "$built_b/bootstrap" || status=1
+for side in "A $SAM_TARGET_DIR $built_a" "B $scratch/target-b $built_b"; do
+    read -r name target_dir built <<< "$side"
+    echo -n "build $name: "
+    "$PYTHON" scripts/supply_chain.py built "$target_dir" "$built/bootstrap" || status=1
+done
 exit $status

@@ -21,6 +21,8 @@ and `make reproducible`; docs/supply-chain.md says what each check means.
     supply_chain.py sbom BOOTSTRAP CDX OUT    # cargo-cyclonedx's SBOM cut to what is compiled in
     supply_chain.py zip BUILD_DIR OUT         # the deployment zip, as `sam deploy` makes it
     supply_chain.py built TARGET_DIR BOOTSTRAP  # what a clean build compiled, against compiled in
+    supply_chain.py elf BOOTSTRAP TRIPLE      # an ELF executable for that Rust target, or exit 1
+    supply_chain.py version                   # the function's version (Cargo.toml), which names the release
 """
 
 import base64
@@ -32,10 +34,10 @@ import re
 import subprocess
 import sys
 import tomllib
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CRATES_IO = "registry+https://github.com/rust-lang/crates.io-index"
 
 TARGETS = {"EM_X86_64": "x86_64-unknown-linux-gnu", "EM_AARCH64": "aarch64-unknown-linux-gnu"}
 INTERPRETERS = {
@@ -68,12 +70,14 @@ class SupplyChainError(Exception):
 
 
 def source_kind(source):
-    """Cargo.lock's or cargo metadata's source, as cargo-auditable records it."""
+    """Cargo.lock's or cargo metadata's source, as cargo-auditable records it.
+    Every registry source is crates.io: deny.toml's sources check (make audit)
+    admits no other registry, and one that slipped in would still fail the
+    list check (cargo-auditable records it as "registry")."""
     if source is None:
         return "local"
-    if source == CRATES_IO:
-        return "crates.io"
-    return source.split("+", 1)[0]
+    kind = source.split("+", 1)[0]
+    return "crates.io" if kind in ("registry", "sparse") else kind
 
 
 def run(command, cwd=ROOT):
@@ -145,22 +149,69 @@ def metadata_graph(target, root=ROOT):
     return {by_id[i] for i in seen}, proc_macros
 
 
+# The order of cargo-auditable's kinds: a package reached by several paths
+# takes the strongest of them, and no package is stronger than its parent.
+_KINDS = {"dev": 0, "build": 1, "runtime": 2}
+
+
+@functools.cache
+def auditable_list(target, root=ROOT):
+    """{(name, version): kind} that cargo-auditable 0.7 writes on stable, worked
+    out from the same `cargo metadata` by the same rule
+    (`auditable_from_metadata.rs`): from the function, breadth first, each
+    edge's strongest kind (normal: runtime, build, dev) capped by its
+    parent's; a package is a proc-macro, capped at build, only when its one
+    target is the proc-macro (a proc-macro that also has tests, examples or a
+    build script is not recognised: docs/upstream/cargo-auditable-proc-macro-kind.md);
+    features are unified over the whole graph (docs/upstream/cargo-auditable-unified-features.md);
+    dev-only packages are left out."""
+    name, version = root_package(root)
+    meta = json.loads(
+        run(["cargo", "metadata", "--locked", "--format-version", "1", "--filter-platform", target], root)
+    )
+    by_id = {p["id"]: (p["name"], p["version"]) for p in meta["packages"]}
+    proc_macros = {
+        p["id"] for p in meta["packages"] if len(p["targets"]) == 1 and "proc-macro" in p["targets"][0]["kind"]
+    }
+    nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
+    start = next(i for i, key in by_id.items() if key == (name, version))
+    kinds, queue = {start: _KINDS["runtime"]}, [start]
+    while queue:
+        following = []
+        for parent in queue:
+            for dep in nodes[parent]["deps"]:
+                kind = max(_KINDS["runtime" if k["kind"] is None else k["kind"]] for k in dep["dep_kinds"])
+                if dep["pkg"] in proc_macros:
+                    kind = min(kind, _KINDS["build"])
+                kind = min(kind, kinds[parent])
+                if dep["pkg"] not in kinds or kind > kinds[dep["pkg"]]:
+                    kinds[dep["pkg"]] = kind
+                    following.append(dep["pkg"])
+        queue = following
+    names = {v: k for k, v in _KINDS.items()}
+    return {by_id[i]: names[k] for i, k in kinds.items() if k != _KINDS["dev"]}
+
+
 # ---- the ELF -----------------------------------------------------------------
 
 
 def elf_target(path):
-    """The Rust target triple of an ELF executable (x86-64 or aarch64 Linux)."""
+    """The Rust target triple of an ELF executable (x86-64 or aarch64 Linux):
+    64-bit, a program (EXEC, or DYN for a PIE) with an entry point."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
     try:
         with open(path, "rb") as f:
-            machine = ELFFile(f).header["e_machine"]
+            elf = ELFFile(f)
+            header, bits = elf.header, elf.elfclass
     except (ELFError, OSError) as e:
         raise SupplyChainError(f"{path}: not an ELF file ({e})") from e
-    if machine not in TARGETS:
-        raise SupplyChainError(f"{path}: an ELF for {machine}, neither x86-64 nor aarch64")
-    return TARGETS[machine]
+    if bits != 64 or header["e_type"] not in ("ET_EXEC", "ET_DYN") or header["e_entry"] == 0:
+        raise SupplyChainError(f"{path}: not a 64-bit ELF executable ({bits}-bit {header['e_type']})")
+    if header["e_machine"] not in TARGETS:
+        raise SupplyChainError(f"{path}: an ELF for {header['e_machine']}, neither x86-64 nor aarch64")
+    return TARGETS[header["e_machine"]]
 
 
 def _version(text):
@@ -245,9 +296,9 @@ def list_problems(packages, target, root=ROOT):
     and a report of what it holds."""
     lock = lock_packages(root)
     compiled = compiled_in(target, root)
-    with_macros = tree(target, "normal", root)
     resolved = tree(target, "normal,build", root)
     graph, proc_macros = metadata_graph(target, root)
+    expected = auditable_list(target, root)
 
     problems = []
     listed = {}
@@ -261,26 +312,40 @@ def list_problems(packages, target, root=ROOT):
             problems.append(f"{p['name']} {p['version']} is listed from {p['source']} but Cargo.lock has {lock[key]}")
         elif key not in graph:
             problems.append(f"{p['name']} {p['version']} is listed but the function does not depend on it (dev-only?)")
+        elif key in compiled:
+            if kind != "runtime":
+                problems.append(f"{key[0]} {key[1]} is compiled in but listed as {kind}")
+        elif kind != expected.get(key):
+            if expected.get(key) == "build":
+                problems.append(f"{key[0]} {key[1]} is a build tool of the function but listed as {kind}")
+            else:
+                rule = expected.get(key, "no entry")
+                problems.append(f"{key[0]} {key[1]} is listed as {kind}; cargo-auditable's rule gives {rule}")
     roots = [(p["name"], p["version"], p["source"]) for p in packages if p.get("root")]
     if roots != [(*root_package(root), "local")]:
         problems.append(f"the list's root is {roots}, not {root_package(root)} (local)")
+    problems += [f"{n} {v} is compiled in but not listed" for n, v in sorted(compiled - set(listed))]
 
-    for key in sorted(compiled):
-        if key not in listed:
-            problems.append(f"{key[0]} {key[1]} is compiled in but not listed")
-        elif listed[key] != "runtime":
-            problems.append(f"{key[0]} {key[1]} is compiled in but listed as {listed[key]}")
-
-    # cargo-auditable on stable over-approximates: two kinds of surplus are
-    # known and named (docs/supply-chain.md), anything else is wrong.
-    macros, unused_features = [], []
-    for key in sorted(k for k, kind in listed.items() if kind == "runtime" and k not in compiled and k in graph):
-        if key in proc_macros or key in with_macros:
-            macros.append(key)
-        elif key not in resolved:
-            unused_features.append(key)
-        else:
-            problems.append(f"{key[0]} {key[1]} is a build tool of the function but listed as runtime")
+    # cargo-auditable on stable over-approximates (docs/supply-chain.md):
+    # the runtime entries beyond what is compiled in must be exactly those
+    # its own rule gives from cargo metadata, no more and no fewer.
+    surplus = {k for k, kind in listed.items() if kind == "runtime" and k not in compiled}
+    expected_surplus = {k for k, kind in expected.items() if kind == "runtime" and k not in compiled}
+    # (A surplus entry cargo-auditable would not write is caught above.)
+    problems += [
+        f"{n} {v} is a runtime surplus entry by cargo-auditable's rule over cargo metadata but not listed as runtime"
+        for n, v in sorted(expected_surplus - surplus)
+    ]
+    problems += [
+        f"{n} {v} is a build entry by cargo-auditable's rule over cargo metadata but not listed"
+        for (n, v), kind in sorted(expected.items())
+        if kind == "build" and (n, v) not in listed
+    ]
+    # Why each surplus entry is there, for the log: a proc-macro or what
+    # only proc-macros use, or a crate behind features this build never turns on.
+    with_macros = tree(target, "normal", root)
+    macros = sorted(k for k in surplus if k in proc_macros or k in with_macros)
+    unused_features = sorted(k for k in surplus - set(macros) if k not in resolved)
 
     report = {
         "target": target,
@@ -315,13 +380,21 @@ def built_for_target(target_dir, target, root=ROOT):
 # ---- the SBOM ----------------------------------------------------------------
 
 
-def cut_sbom(cdx, bootstrap, root=ROOT):
-    """cargo-cyclonedx's SBOM (CDX, a dict) cut to the crates compiled into
-    BOOTSTRAP, the bootstrap's SHA-256 on the function's component, and the
-    clone's absolute path out of the references. Returns (sbom, problems)."""
+def cut_sbom(cdx_json, bootstrap, root=ROOT):
+    """cargo-cyclonedx's SBOM (CDX_JSON, its text) cut to the crates compiled
+    into BOOTSTRAP, the bootstrap's SHA-256 on the function's component, and
+    the clone's absolute path out of the references, through
+    cyclonedx-python-lib. Returns (the SBOM's JSON text, problems)."""
+    from cyclonedx.model import HashAlgorithm, HashType, Property
+    from cyclonedx.model.bom import Bom
+    from cyclonedx.model.bom_ref import BomRef
+    from cyclonedx.model.dependency import Dependency
+    from cyclonedx.output.json import JsonV1Dot5
+
     target = elf_target(bootstrap)
     compiled = compiled_in(target, root)
     name, version = root_package(root)
+    bom = Bom.from_json(json.loads(cdx_json))
     problems = []
     prefix = "path+" + (root.as_uri())
 
@@ -329,36 +402,43 @@ def cut_sbom(cdx, bootstrap, root=ROOT):
         return ref.replace(prefix, "path+file://.")
 
     kept = []
-    for c in cdx.get("components", []):
-        key = (c["name"], c["version"])
-        if key not in compiled:
+    for c in bom.components:
+        if (c.name, c.version) not in compiled:
             continue
-        if not c.get("licenses"):
-            problems.append(f"{c['name']} {c['version']}: no licence in the SBOM")
-        if not c.get("hashes") and c.get("purl", "").startswith("pkg:cargo/") and "download_url=file" not in c["purl"]:
-            problems.append(f"{c['name']} {c['version']}: no hash in the SBOM")
-        c["bom-ref"] = local(c["bom-ref"])
+        purl = str(c.purl or "")
+        if not c.licenses:
+            problems.append(f"{c.name} {c.version}: no licence in the SBOM")
+        if not c.hashes and purl.startswith("pkg:cargo/") and "download_url=file" not in purl:
+            problems.append(f"{c.name} {c.version}: no hash in the SBOM")
+        c.bom_ref.value = local(c.bom_ref.value)
         kept.append(c)
-    listed = {(c["name"], c["version"]) for c in kept} | {(name, version)}
+    listed = {(c.name, c.version) for c in kept} | {(name, version)}
     problems += [f"{n} {v} is compiled in but not in the SBOM" for n, v in sorted(compiled - listed)]
+    bom.components = kept
 
-    refs = {c["bom-ref"] for c in kept}
-    app = cdx["metadata"]["component"]
-    app["bom-ref"] = local(app["bom-ref"])
-    for sub in app.get("components", []):
-        sub["bom-ref"] = local(sub["bom-ref"])
+    app = bom.metadata.component
+    app.bom_ref.value = local(app.bom_ref.value)
+    for sub in app.components:
+        sub.bom_ref.value = local(sub.bom_ref.value)
     digest = hashlib.sha256(Path(bootstrap).read_bytes()).hexdigest()
-    app["hashes"] = [{"alg": "SHA-256", "content": digest}]
-    app.setdefault("properties", []).append({"name": "plant-store:bootstrap:sha256", "value": digest})
-    refs.add(app["bom-ref"])
-    deps = []
-    for d in cdx.get("dependencies", []):
-        ref = local(d["ref"])
-        if ref in refs:
-            deps.append({"ref": ref, "dependsOn": [r for r in map(local, d.get("dependsOn", [])) if r in refs]})
-    cdx["components"] = kept
-    cdx["dependencies"] = deps
-    return cdx, problems
+    app.hashes = [HashType(alg=HashAlgorithm.SHA_256, content=digest)]
+    app.properties.add(Property(name="plant-store:bootstrap:sha256", value=digest))
+    # The library would give the document a random serial number: one named
+    # after the bootstrap keeps the SBOM of one build the same bytes.
+    bom.serial_number = uuid.uuid5(uuid.NAMESPACE_URL, f"{app.purl}#sha256:{digest}")
+
+    refs = {c.bom_ref.value for c in kept} | {app.bom_ref.value}
+    bom.dependencies = [
+        Dependency(
+            ref=BomRef(local(d.ref.value)),
+            dependencies=[
+                Dependency(ref=BomRef(local(x.ref.value))) for x in d.dependencies if local(x.ref.value) in refs
+            ],
+        )
+        for d in bom.dependencies
+        if local(d.ref.value) in refs
+    ]
+    return JsonV1Dot5(bom).output_as_string(indent=2) + "\n", problems
 
 
 # ---- the deployment zip ------------------------------------------------------
@@ -391,9 +471,17 @@ def main(argv):
                 problems += [f"{path}: {p}" for p in found]
                 print(f"{path} ({elf_target(path)}): newest glibc symbol version needed {newest}")
         elif command == "sbom" and len(args) == 3:
-            sbom, problems = cut_sbom(json.loads(Path(args[1]).read_text()), Path(args[0]))
-            Path(args[2]).write_text(json.dumps(sbom, indent=2) + "\n")
-            print(f"wrote {args[2]}: {len(sbom['components'])} crates compiled into {args[0]}")
+            sbom, problems = cut_sbom(Path(args[1]).read_text(), Path(args[0]))
+            Path(args[2]).write_text(sbom)
+            print(f"wrote {args[2]}: {len(json.loads(sbom)['components'])} crates compiled into {args[0]}")
+        elif command == "elf" and len(args) == 2:
+            found = elf_target(args[0])
+            problems = [] if found == args[1] else [f"{args[0]} is an executable for {found}, not {args[1]}"]
+            if not problems:
+                print(f"ok   {args[0]} is an ELF executable for {found}")
+        elif command == "version" and not args:
+            problems = []
+            print(root_package()[1])
         elif command == "zip" and len(args) == 2:
             problems = []
             hex_digest, code_sha = lambda_zip(args[0], args[1])

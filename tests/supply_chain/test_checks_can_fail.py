@@ -1,7 +1,9 @@
 """Each supply-chain check fails when what it guards breaks: small ELF
 executables built here with the C compiler (no cargo-auditable list, a
 glibc symbol newer than 2.34, a library AL2023 lacks, another interpreter),
-and the real list with one thing wrong in it."""
+and the real list with one thing wrong in it: among them a surplus that
+cargo-auditable's own rule over cargo metadata does not give, in either
+direction."""
 
 import platform
 import shutil
@@ -63,31 +65,71 @@ def test_another_interpreter_fails_the_al2023_check(tmp_path):
     assert any("interpreter" in p for p in problems), problems
 
 
-def broken_lists(packages):
-    """(what is wrong, the list with it) for one compiled-in crate and one build tool."""
+def broken_lists(packages, target):
+    """(what is wrong, the list with it): one compiled-in crate, one build
+    tool, and the surplus cargo-auditable's rule over cargo metadata gives."""
     by_name = {p["name"]: i for i, p in enumerate(packages)}
+    compiled = supply_chain.compiled_in(target)
+    _, proc_macros = supply_chain.metadata_graph(target)
+    # A proc-macro cargo-auditable recognises (kind build): the old check let
+    # any proc-macro through as runtime surplus.
+    macro = next(p["name"] for p in packages if p.get("kind") == "build" and (p["name"], p["version"]) in proc_macros)
+    # One entry of the surplus: a runtime entry not compiled in.
+    surplus = next(
+        p["name"]
+        for p in packages
+        if p.get("kind", "runtime") == "runtime" and (p["name"], p["version"]) not in compiled
+    )
 
     def changed(name, **fields):
         copy = [dict(p) for p in packages]
         copy[by_name[name]].update(fields)
         return copy
 
-    return [
-        ("compiled in but not listed", [p for p in packages if p["name"] != "tokio"]),
-        ("not in Cargo.lock", changed("tokio", version="0.0.1")),
-        ("compiled in but listed as build", changed("tokio", kind="build")),
-        ("listed from git but Cargo.lock has crates.io", changed("tokio", source="git")),
-        ("build tool of the function but listed as runtime", changed("cc", kind="runtime")),
-        ("the list's root", changed("tokio", root=True)),
-    ]
+    def without(name):
+        return [p for p in packages if p["name"] != name]
+
+    return {
+        "compiled in, not listed": ("compiled in but not listed", without("tokio")),
+        "a version not in the lock": ("not in Cargo.lock", changed("tokio", version="0.0.1")),
+        "compiled in, listed as build": ("compiled in but listed as build", changed("tokio", kind="build")),
+        "another source": ("listed from git but Cargo.lock has crates.io", changed("tokio", source="git")),
+        "a build script's tool as runtime": (
+            "build tool of the function but listed as runtime",
+            changed("cc", kind="runtime"),
+        ),
+        "a recognised proc-macro as runtime": (
+            "build tool of the function but listed as runtime",
+            changed(macro, kind="runtime"),
+        ),
+        "a build tool missing": (
+            "build entry by cargo-auditable's rule over cargo metadata but not listed",
+            without("cc"),
+        ),
+        "a surplus entry missing": ("runtime surplus entry by cargo-auditable's rule", without(surplus)),
+        "a second root": ("the list's root", changed("tokio", root=True)),
+    }
 
 
-@pytest.mark.parametrize("case", range(6))
+CASES = [
+    "compiled in, not listed",
+    "a version not in the lock",
+    "compiled in, listed as build",
+    "another source",
+    "a build script's tool as runtime",
+    "a recognised proc-macro as runtime",
+    "a build tool missing",
+    "a surplus entry missing",
+    "a second root",
+]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_the_list_check_fails_for_each_kind_of_wrong_list(bootstrap, case):
     packages = supply_chain.embedded(bootstrap)
     target = supply_chain.elf_target(bootstrap)
     assert supply_chain.list_problems(packages, target)[0] == [], "the real list must pass first"
-    wrong, broken = broken_lists(packages)[case]
+    wrong, broken = broken_lists(packages, target)[case]
     problems, _ = supply_chain.list_problems(broken, target)
     assert any(wrong in p for p in problems), (wrong, problems)
 
@@ -109,3 +151,11 @@ def test_an_sbom_that_is_not_cyclonedx_fails_the_schema_check():
 
     broken = '{"bomFormat": "CycloneDX", "specVersion": "1.5", "version": 1, "components": [{"name": 7}]}'
     assert JsonStrictValidator(SchemaVersion.V1_5).validate_str(broken) is not None
+
+
+@needs_cc
+def test_an_object_file_is_not_taken_for_a_bootstrap(tmp_path):
+    (tmp_path / "part.c").write_text(MAIN)
+    subprocess.run(["cc", "-c", "-o", "part.o", "part.c"], check=True, cwd=tmp_path)
+    with pytest.raises(supply_chain.SupplyChainError, match="not a 64-bit ELF executable"):
+        supply_chain.elf_target(tmp_path / "part.o")
