@@ -52,7 +52,7 @@ fn cache_control(case: &'static str, header: &'static str, fetches: [usize; 3]) 
 /// A key-cache scenario: its name, the cache's policy, and its steps.
 type Scenario = (&'static str, JwksPolicy, Vec<Step>);
 
-fn unknown_kid() -> Jwt {
+pub(super) fn unknown_kid() -> Jwt {
     Jwt::rs256().header("kid", json!("rsa-unknown"))
 }
 
@@ -574,7 +574,3 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
     );
     assert_eq!(app.stored(1).await, None, "nothing was written");
 }
-
-/// The fetches a request waits for, as spans of the built function.
-#[path = "../traces/key_fetch.rs"]
-mod key_fetch;

@@ -36,6 +36,7 @@ use crate::startup::start_the_function;
 mod configuration;
 mod init;
 mod key_cache;
+mod key_fetch;
 mod tokens;
 
 /// Not fetched: the tests configure `PLANTS_JWT_JWKS_URL`, except where

@@ -1,11 +1,11 @@
 //! The span of a key fetch a request waits for, from the built function:
-//! a module of `jwt::key_cache` (through `#[path]`), so that it uses the
-//! issuer stand-in and tokens of `jwt`, with the daemon and the checks of
-//! `traces`.
+//! the issuer stand-in and tokens of `jwt`, with the daemon and the checks
+//! of `traces`.
 
 use serde_json::{Value, json};
 
-use super::{AUDIENCE, ISSUER, JwksServer, standard_jwks, unknown_kid};
+use super::key_cache::unknown_kid;
+use super::{AUDIENCE, ISSUER, JwksServer, standard_jwks};
 use crate::helpers::Event;
 use crate::runtime_fake::Invocation;
 use crate::traces::{
