@@ -83,7 +83,7 @@ async fn the_loop_gives_the_handler_each_invocations_context_and_posts_its_answe
     for ((context, body, trace_header), (invocation, text)) in
         seen.iter().zip([(&first, "one"), (&second, "two")])
     {
-        // What the handler's DynamoDB requests would carry (`trace::interceptors`).
+        // What the handler's AWS SDK requests would carry (`trace::interceptors`).
         assert_eq!(trace_header.as_deref(), Some(invocation.trace_id.as_str()));
         assert_eq!(context.request_id, invocation.id);
         assert_eq!(context.deadline, 4_102_444_800_000);
