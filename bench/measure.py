@@ -1,6 +1,8 @@
 """The measurements: cold starts and warm invocations, the same at Lambda's memory sizes, throughput per
 execution environment at several concurrencies (as on Lambda Managed Instances), and memory over time."""
 
+import contextlib
+import copy
 import os
 import time
 
@@ -63,42 +65,68 @@ def cold_starts(run, subjects, transport, rounds, events, quota=None):
     return samples
 
 
-def warm_run(run, subject, transport, count, events, quota=None):
-    """One process: its cold start, then `count` sequential invocations
-    (inside `quota`'s cgroup when given)."""
-    with run.function(subject, transport, quota=quota) as fn:
-        fn.start()
-        check_created(subject, fn.invoke(events.create())[0])
-        walls, cpus = [], []
-        fn.api.wait_next()
-        cpu_start, split_start = fn.cpu(), fn.user_system_s()
-        window_start = time.perf_counter()
-        for _ in range(count):
-            response, wall, cpu = fn.invoke(events.create())
-            check_created(subject, response)
-            walls.append(wall / 1e6)
-            cpus.append(cpu / 1e6)
-        fn.api.wait_next()
-        window_s = time.perf_counter() - window_start
-        cpu_total = fn.cpu() - cpu_start
-        user, system = (end - start for end, start in zip(fn.user_system_s(), split_start, strict=True))
-        return {
-            "wall_ms": walls,
-            "cpu_in_window_ms": cpus,
-            "cpu_per_invocation_ms": cpu_total / 1e6 / count,
-            "system_share": system / (user + system) if user + system else None,
-            "peak_rss_kib": fn.kib(),
-            # Back-to-back: the emulator hands over the next event as soon
-            # as the function asks for it.
-            "invocations_per_s": count / window_s,
-        }
+WARM_BLOCK = 100  # invocations a subject takes in one turn of the interleaved warm runs
+
+
+def warm_runs(run, subjects, transport, count, events, quota=None):
+    """One process per subject, all started first: each its cold start,
+    then `count` sequential invocations, handed out in blocks of
+    WARM_BLOCK, the subjects taking turns (the order rotated every round),
+    so that a change of load on the machine touches every subject alike,
+    as the cold starts are interleaved (inside `quota`'s cgroup when
+    given). Only one process runs at a time; each one's CPU clock is read
+    around its own blocks, with every worker parked on the Runtime API."""
+    with contextlib.ExitStack() as stack:
+        fns = {s.name: stack.enter_context(run.function(s, transport, quota=quota)) for s in subjects}
+        for subject in subjects:
+            fns[subject.name].start()
+            check_created(subject, fns[subject.name].invoke(events.create())[0])
+            fns[subject.name].api.wait_next()
+        empty = dict(walls=[], cpus=[], blocks=[], cpu_ns=0, user=0.0, system=0.0, window_s=0.0)
+        tally = {s.name: copy.deepcopy(empty) for s in subjects}
+        rounds = -(-count // WARM_BLOCK)
+        for i in range(rounds):
+            block = min(WARM_BLOCK, count - i * WARM_BLOCK)
+            for subject in subjects[i % len(subjects) :] + subjects[: i % len(subjects)]:
+                fn, t = fns[subject.name], tally[subject.name]
+                cpu_start, split_start = fn.cpu(), fn.user_system_s()
+                window_start = time.perf_counter()
+                for _ in range(block):
+                    response, wall, cpu = fn.invoke(events.create())
+                    check_created(subject, response)
+                    t["walls"].append(wall / 1e6)
+                    t["cpus"].append(cpu / 1e6)
+                fn.api.wait_next()
+                t["window_s"] += time.perf_counter() - window_start
+                t["cpu_ns"] += (block_ns := fn.cpu() - cpu_start)
+                t["blocks"].append(block_ns / 1e6 / block)
+                user, system = (end - start for end, start in zip(fn.user_system_s(), split_start, strict=True))
+                t["user"], t["system"] = t["user"] + user, t["system"] + system
+        out = {}
+        for subject in subjects:
+            t = tally[subject.name]
+            busy = t["user"] + t["system"]
+            out[subject.name] = {
+                "wall_ms": t["walls"],
+                "cpu_in_window_ms": t["cpus"],
+                "cpu_per_invocation_ms": t["cpu_ns"] / 1e6 / count,
+                # Per round of the interleaving, so that two subjects can be
+                # compared block by block (report.py's tracing table).
+                "cpu_per_invocation_by_block_ms": t["blocks"],
+                "system_share": t["system"] / busy if busy else None,
+                "peak_rss_kib": fns[subject.name].kib(),
+                # Back-to-back within a block: the emulator hands over the
+                # next event as soon as the function asks for it.
+                "invocations_per_s": count / t["window_s"],
+            }
+        return out
 
 
 def cold_and_warm(run, subjects, transport, cold, warm, events, quota=None):
     at = quota.label if quota else ""
     log(f"{transport}{at}: {cold} cold starts and {warm} warm invocations per implementation")
     samples = cold_starts(run, subjects, transport, cold, events, quota)
-    return {"cold": samples, "warm": {s.name: warm_run(run, s, transport, warm, events, quota) for s in subjects}}
+    return {"cold": samples, "warm": warm_runs(run, subjects, transport, warm, events, quota)}
 
 
 def memory_sizes(run, subjects, args, events):

@@ -43,7 +43,7 @@ from measure import benchmark, ddb_warmup  # noqa: E402
 from smoke import smoke  # noqa: E402
 from subjects import HERE, RUST_PEER_TARGET, fail, install_peers, log, subjects_for  # noqa: E402
 
-IMPLS = ("rust", "traced", "idiomatic", "python", "node")  # traced: rust with every invocation sampled for X-Ray
+IMPLS = ("rust", "traced", "idiomatic", "python", "node")  # traced: rust with every invocation sampled (its spans sent)
 TRANSPORTS = ("http", "https")
 SETTINGS = ("cold", "warm", "ddb_warmup", "memory", "memory_cold", "memory_warm", "long", "concurrency")
 SETTINGS += ("concurrency_invocations", "store_latency_ms", "ddb_latency_ms", "jwt")
@@ -116,7 +116,7 @@ def parse_args(argv):
         ("--impl", listed(str, IMPLS.__contains__, ", ".join(IMPLS)), ",".join(IMPLS), "implementations"),
         ("--transport", listed(str, TRANSPORTS.__contains__, "http, https"), "http,https", "transports"),
         ("--cold", at_least(1), 20, "fresh processes per implementation"),
-        ("--warm", at_least(1), 2000, "sequential warm invocations"),
+        ("--warm", at_least(1), 2000, "warm invocations per implementation (taking turns in blocks of 100)"),
         ("--memory", sizes, "128,256,512,1024,1769", "Lambda memory sizes (MB) under their CPU quota, or none"),
         ("--memory-cold", at_least(1), 10, "fresh processes per implementation and size"),
         ("--memory-warm", at_least(1), 500, "warm invocations per implementation and size"),
