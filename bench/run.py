@@ -118,7 +118,7 @@ def parse_args(argv):
         ("--cold", at_least(1), 20, "fresh processes per implementation"),
         ("--warm", at_least(1), 2000, "warm invocations per implementation (taking turns in blocks of 100)"),
         ("--memory", sizes, "128,256,512,1024,1769", "Lambda memory sizes (MB) under their CPU quota, or none"),
-        ("--memory-cold", at_least(1), 10, "fresh processes per implementation and size"),
+        ("--memory-cold", at_least(1), 20, "fresh processes per implementation and size"),
         ("--memory-warm", at_least(1), 500, "warm invocations per implementation and size"),
         ("--concurrency", counts, "1,8,32,64", "invocations in flight (AWS_LAMBDA_MAX_CONCURRENCY), or none"),
         ("--concurrency-invocations", at_least(1), 4000, "creates per concurrency level"),
