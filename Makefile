@@ -336,11 +336,14 @@ soak: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## One warm
 
 # The short version inside make test: 20,000 invocations leaked 1.7 MB
 # before the host's own invocation loop and grow by under 0.1 MB now; 0.5 MB is far from both.
-# Then the same at concurrency 8, as on Lambda Managed Instances, with every
-# invocation sampled for X-Ray (its spans sent: crates/lambda-host/src/trace/).
-soak-short: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## The soak's short version that make test runs (20,000 invocations, debug build, bound 0.5 MB; one at a time, then 8 at once, traced)
-	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4
-	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4 --concurrency 8 --sampled
+# Then the same with every invocation sampled (its spans sent:
+# crates/lambda-host/src/trace/), one at a time and 8 at once, as on Lambda
+# Managed Instances.
+SOAK_SHORT := "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4
+soak-short: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## The soak's short version that make test runs (20,000 invocations, debug build, bound 0.5 MB; one at a time, then traced one at a time and 8 at once)
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" $(SOAK_SHORT)
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" $(SOAK_SHORT) --sampled
+	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" $(SOAK_SHORT) --concurrency 8 --sampled
 
 # Fuzzing is not part of make test: the committed corpus is replayed there
 # by a normal test (tests/api/fuzz_corpus.rs) instead. With no sanitizer
