@@ -29,6 +29,13 @@ def ddb_warmup(args):
 MEMORY_TRANSPORT, LONG_TRANSPORT = "https", "http"
 
 
+def turn_order(subjects, i):
+    """The subjects' order in round `i`: as listed, then reversed, in turn.
+    Each takes every place alike over two rounds, and neighbours stay
+    neighbours (`rust` beside `traced`, whose costs are read pair by pair)."""
+    return subjects if i % 2 == 0 else subjects[::-1]
+
+
 def cold_starts(run, subjects, transport, rounds, events, quota=None):
     """`rounds` fresh processes per subject, interleaved so that a change
     of load on the machine touches every subject alike (inside `quota`'s
@@ -37,7 +44,7 @@ def cold_starts(run, subjects, transport, rounds, events, quota=None):
     tables = {s.name: run.table(s, transport) for s in subjects}
     stat = quota.stat if quota else dict
     for i in range(rounds):
-        for subject in subjects[i % len(subjects) :] + subjects[: i % len(subjects)]:
+        for subject in turn_order(subjects, i):
             with run.function(subject, transport, table=tables[subject.name], quota=quota) as fn:
                 stat_before = stat()
                 init_wall, init_cpu = fn.start()
@@ -65,30 +72,46 @@ def cold_starts(run, subjects, transport, rounds, events, quota=None):
     return samples
 
 
-WARM_BLOCK = 100  # invocations a subject takes in one turn of the interleaved warm runs
+# Invocations a subject takes in one turn of the interleaved warm runs: few,
+# so that the two blocks of a pair run milliseconds apart; on a shared host
+# the CPU a block of 100 costs swings twofold within seconds
+# (docs/performance.md, "Traces").
+WARM_BLOCK = 10
+# Warm processes per subject, taking its turns in rotation: one process's
+# layout (ASLR, its heap) can put its warm CPU a few per cent off another's
+# of the same build for its whole life, so no count of blocks from a single
+# process averages it out.
+WARM_PROCESSES = 5
 
 
 def warm_runs(run, subjects, transport, count, events, quota=None):
-    """One process per subject, all started first: each its cold start,
-    then `count` sequential invocations, handed out in blocks of
-    WARM_BLOCK, the subjects taking turns (the order rotated every round),
-    so that a change of load on the machine touches every subject alike,
-    as the cold starts are interleaved (inside `quota`'s cgroup when
-    given). Only one process runs at a time; each one's CPU clock is read
-    around its own blocks, with every worker parked on the Runtime API."""
+    """WARM_PROCESSES processes per subject, all started first: each its
+    cold start, then `count` sequential invocations per subject, handed out
+    in blocks of WARM_BLOCK, the subjects taking turns (`turn_order`) and
+    each subject's processes taking its turns in rotation, so that a change
+    of load on the machine touches every subject alike, as the cold starts
+    are interleaved (inside `quota`'s cgroup when given). Only one process
+    runs at a time; each one's CPU clock is read around its own blocks,
+    with every worker parked on the Runtime API."""
     with contextlib.ExitStack() as stack:
-        fns = {s.name: stack.enter_context(run.function(s, transport, quota=quota)) for s in subjects}
+        fns = {}
         for subject in subjects:
-            fns[subject.name].start()
-            check_created(subject, fns[subject.name].invoke(events.create())[0])
-            fns[subject.name].api.wait_next()
+            table = run.table(subject, transport)
+            fns[subject.name] = [
+                stack.enter_context(run.function(subject, transport, table=table, quota=quota))
+                for _ in range(WARM_PROCESSES)
+            ]
+            for fn in fns[subject.name]:
+                fn.start()
+                check_created(subject, fn.invoke(events.create())[0])
+                fn.api.wait_next()
         empty = dict(walls=[], cpus=[], blocks=[], cpu_ns=0, user=0.0, system=0.0, window_s=0.0)
         tally = {s.name: copy.deepcopy(empty) for s in subjects}
         rounds = -(-count // WARM_BLOCK)
         for i in range(rounds):
             block = min(WARM_BLOCK, count - i * WARM_BLOCK)
-            for subject in subjects[i % len(subjects) :] + subjects[: i % len(subjects)]:
-                fn, t = fns[subject.name], tally[subject.name]
+            for subject in turn_order(subjects, i):
+                fn, t = fns[subject.name][i % WARM_PROCESSES], tally[subject.name]
                 cpu_start, split_start = fn.cpu(), fn.user_system_s()
                 window_start = time.perf_counter()
                 for _ in range(block):
@@ -114,7 +137,7 @@ def warm_runs(run, subjects, transport, count, events, quota=None):
                 # compared block by block (report.py's tracing table).
                 "cpu_per_invocation_by_block_ms": t["blocks"],
                 "system_share": t["system"] / busy if busy else None,
-                "peak_rss_kib": fns[subject.name].kib(),
+                "peak_rss_kib": max(fn.kib() for fn in fns[subject.name]),
                 # Back-to-back within a block: the emulator hands over the
                 # next event as soon as the function asks for it.
                 "invocations_per_s": count / t["window_s"],

@@ -124,7 +124,8 @@ def _figures(data, subjects):
 
 def _raw(data):
     warm = {n: [round(x, 4) for x in w["wall_ms"]] for n, w in data["warm"].items()}
-    return {"cold": data["cold"], "warm_wall_ms": warm}
+    blocks = {n: [round(x, 5) for x in w.get("cpu_per_invocation_by_block_ms", [])] for n, w in data["warm"].items()}
+    return {"cold": data["cold"], "warm_wall_ms": warm, "warm_cpu_by_block_ms": blocks}
 
 
 def summarise(results):

@@ -39,14 +39,14 @@ import psutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
-from measure import benchmark, ddb_warmup  # noqa: E402
+from measure import WARM_BLOCK, benchmark, ddb_warmup  # noqa: E402
 from smoke import smoke  # noqa: E402
 from subjects import HERE, RUST_PEER_TARGET, fail, install_peers, log, subjects_for  # noqa: E402
 
 IMPLS = ("rust", "traced", "idiomatic", "python", "node")  # traced: rust with every invocation sampled (its spans sent)
 TRANSPORTS = ("http", "https")
 SETTINGS = ("cold", "warm", "ddb_warmup", "memory", "memory_cold", "memory_warm", "long", "concurrency")
-SETTINGS += ("concurrency_invocations", "store_latency_ms", "ddb_latency_ms", "jwt")
+SETTINGS += ("concurrency_invocations", "store_latency_ms", "ddb_latency_ms", "jwt", "warm_block")
 SUBJECT_FIELDS = ("kind", "size_bytes", "size_note", "env", "certs", "sampled")
 
 
@@ -116,10 +116,10 @@ def parse_args(argv):
         ("--impl", listed(str, IMPLS.__contains__, ", ".join(IMPLS)), ",".join(IMPLS), "implementations"),
         ("--transport", listed(str, TRANSPORTS.__contains__, "http, https"), "http,https", "transports"),
         ("--cold", at_least(1), 20, "fresh processes per implementation"),
-        ("--warm", at_least(1), 2000, "warm invocations per implementation (taking turns in blocks of 100)"),
+        ("--warm", at_least(1), 2000, f"warm invocations per implementation (taking turns in blocks of {WARM_BLOCK})"),
         ("--memory", sizes, "128,256,512,1024,1769", "Lambda memory sizes (MB) under their CPU quota, or none"),
         ("--memory-cold", at_least(1), 20, "fresh processes per implementation and size"),
-        ("--memory-warm", at_least(1), 500, "warm invocations per implementation and size"),
+        ("--memory-warm", at_least(1), 1000, "warm invocations per implementation and size"),
         ("--concurrency", counts, "1,8,32,64", "invocations in flight (AWS_LAMBDA_MAX_CONCURRENCY), or none"),
         ("--concurrency-invocations", at_least(1), 4000, "creates per concurrency level"),
         ("--store-latency-ms", float, latency, "delay added to each DynamoDB request in the concurrency runs"),
@@ -164,7 +164,7 @@ def main(argv=None):
             return 0 if ok else 1
         started = time.time()
         results = benchmark(args, subjects, scratch)
-        values = vars(args) | {"ddb_warmup": ddb_warmup(args)}
+        values = vars(args) | {"ddb_warmup": ddb_warmup(args), "warm_block": WARM_BLOCK}
         results.update(
             {
                 "schema": 1,
