@@ -136,6 +136,8 @@ def warm_runs(run, subjects, transport, count, events, quota=None):
                 # Per round of the interleaving, so that two subjects can be
                 # compared block by block (report.py's tracing table).
                 "cpu_per_invocation_by_block_ms": t["blocks"],
+                # Round i's block ran in process i % processes.
+                "processes": WARM_PROCESSES,
                 "system_share": t["system"] / busy if busy else None,
                 "peak_rss_kib": max(fn.kib() for fn in fns[subject.name]),
                 # Back-to-back within a block: the emulator hands over the

@@ -311,9 +311,13 @@ def tracing_cost(results):
         warm = {n: data["warm"][n]["cpu_per_invocation_ms"] for n in ("rust", "traced")}
         blocks = {n: data["warm"][n].get("cpu_per_invocation_by_block_ms") or [] for n in ("rust", "traced")}
         rss = {n: max([data["warm"][n]["peak_rss_kib"], *(s["peak_rss_kib"] for s in data["cold"][n])]) for n in cold}
-        cold_delta = median([t - r for r, t in zip(rounds["rust"], rounds["traced"], strict=True)])
-        by_block = [t / r for r, t in zip(blocks["rust"], blocks["traced"], strict=True) if r]
-        if by_block:
+        cold_deltas = [t - r for r, t in zip(rounds["rust"], rounds["traced"], strict=True)]
+        cold_delta = median(cold_deltas)
+        by_block = [t / r if r else math.nan for r, t in zip(blocks["rust"], blocks["traced"], strict=True)]
+        processes = data["warm"]["rust"].get("processes", 1)
+        # Each pair of processes alone: how far one process's life moves the reading.
+        by_process = [(median(x) - 1) * 100 for k in range(processes) if (x := _finite(by_block[k::processes]))]
+        if by_block := _finite(by_block):
             warm_pct = (median(by_block) - 1) * 100
         else:  # a run from before the warm runs were interleaved
             warm_pct = (warm["traced"] / warm["rust"] - 1) * 100 if warm["rust"] else None
@@ -323,9 +327,11 @@ def tracing_cost(results):
                 "cold_cpu_ms": {n: median(v) for n, v in cold.items()},
                 "cold_cpu_quartiles_ms": {n: (percentile(v, 25), percentile(v, 75)) for n, v in cold.items()},
                 "cold_cpu_delta_ms": cold_delta,
+                "cold_cpu_delta_interval_ms": median_interval(cold_deltas),
                 "warm_cpu_ms": warm,
                 "warm_cpu_delta_pct": warm_pct,
                 "warm_blocks": len(by_block),
+                "warm_cpu_delta_pct_by_process": by_process,
                 "peak_rss_mb": {n: v * 1024 / 1e6 for n, v in rss.items()},
                 "met": cold_delta <= TRACING_BUDGET["cold_cpu_ms"]
                 and warm_pct is not None
@@ -333,6 +339,18 @@ def tracing_cost(results):
             }
         )
     return rows
+
+
+def _finite(values):
+    return [v for v in values if math.isfinite(v)]
+
+
+def median_interval(values, z=1.96):
+    """A distribution-free 95 % interval for the median of independent
+    `values`: the order statistics n/2 ± z·√n/2 (for 20, the 6th and 15th)."""
+    ordered, half = sorted(values), z * math.sqrt(len(values)) / 2
+    low, high = max(0, math.floor(len(values) / 2 - half)), math.ceil(len(values) / 2 + half) - 1
+    return ordered[low], ordered[min(len(values) - 1, high)]
 
 
 def ratios(figures):
