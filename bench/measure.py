@@ -29,11 +29,30 @@ def ddb_warmup(args):
 MEMORY_TRANSPORT, LONG_TRANSPORT = "https", "http"
 
 
+def williams(n):
+    """The rows of a Williams design for `n` subjects (a balanced Latin
+    square: n rows if n is even, 2n if odd): over its rows every subject
+    takes every place and follows every other subject equally often."""
+    first, low, high = [0], 1, n - 1
+    while low <= high:
+        first.append(low)
+        low += 1
+        if low <= high:
+            first.append(high)
+            high -= 1
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    return rows + [row[::-1] for row in rows] if n % 2 else rows
+
+
 def turn_order(subjects, i):
-    """The subjects' order in round `i`: as listed, then reversed, in turn.
-    Each takes every place alike over two rounds, and neighbours stay
-    neighbours (`rust` beside `traced`, whose costs are read pair by pair)."""
-    return subjects if i % 2 == 0 else subjects[::-1]
+    """The subjects' order in round `i`: a row of a Williams design, so that
+    what one block leaves in the caches for the next (its code, its data)
+    favours no one. Rotating or reversing the order does not: with five
+    subjects, rotation put `traced` after `rust`, a warm start, in every
+    round, and reversal put it after a peer in every other round, while
+    `rust` always followed plant-store (docs/performance.md, "Traces")."""
+    rows = williams(len(subjects))
+    return [subjects[j] for j in rows[i % len(rows)]]
 
 
 def cold_starts(run, subjects, transport, rounds, events, quota=None):
