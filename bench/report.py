@@ -313,11 +313,14 @@ def tracing_cost(results):
         rss = {n: max([data["warm"][n]["peak_rss_kib"], *(s["peak_rss_kib"] for s in data["cold"][n])]) for n in cold}
         cold_deltas = [t - r for r, t in zip(rounds["rust"], rounds["traced"], strict=True)]
         cold_delta = median(cold_deltas)
-        by_block = [t / r if r else math.nan for r, t in zip(blocks["rust"], blocks["traced"], strict=True)]
+        # Round by round (nan where a block took no CPU), so that every
+        # `processes`-th is one pair of processes.
+        by_round = [t / r if r else math.nan for r, t in zip(blocks["rust"], blocks["traced"], strict=True)]
         processes = data["warm"]["rust"].get("processes", 1)
         # Each pair of processes alone: how far one process's life moves the reading.
-        by_process = [(median(x) - 1) * 100 for k in range(processes) if (x := _finite(by_block[k::processes]))]
-        if by_block := _finite(by_block):
+        by_process = [(median(x) - 1) * 100 for k in range(processes) if (x := _finite(by_round[k::processes]))]
+        by_block = _finite(by_round)
+        if by_block:
             warm_pct = (median(by_block) - 1) * 100
         else:  # a run from before the warm runs were interleaved
             warm_pct = (warm["traced"] / warm["rust"] - 1) * 100 if warm["rust"] else None
