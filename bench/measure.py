@@ -166,11 +166,35 @@ def warm_runs(run, subjects, transport, count, events, quota=None):
         return out
 
 
-def cold_and_warm(run, subjects, transport, cold, warm, events, quota=None):
+def cold_and_warm(run, subjects, transport, cold, warm, events, quota=None, tracing=(0, 0)):
+    """Every subject's cold starts and warm run, then, where `rust` and
+    `traced` both run, `tracing` = (cold starts, warm invocations) of those
+    two alone, for the spans' cost (`tracing_pair`)."""
     at = quota.label if quota else ""
     log(f"{transport}{at}: {cold} cold starts and {warm} warm invocations per implementation")
     samples = cold_starts(run, subjects, transport, cold, events, quota)
-    return {"cold": samples, "warm": warm_runs(run, subjects, transport, warm, events, quota)}
+    out = {"cold": samples, "warm": warm_runs(run, subjects, transport, warm, events, quota)}
+    if pair := tracing_pair(run, subjects, transport, *tracing, events, quota):
+        out["tracing"] = pair
+    return out
+
+
+def tracing_pair(run, subjects, transport, cold, warm, events, quota=None):
+    """`rust` and `traced` alone, interleaved, for report.py's table of what
+    the spans cost. Measured apart from the run of all five because a 5 %
+    budget needs a reading finer than that run gives: there the blocks of
+    a pair are a round of five subjects apart, and 100 to 200 of them read
+    a 95 % interval about ±4 % wide on the slow host of
+    docs/performance.md; two subjects alone, 500 blocks, about ±1 %."""
+    pair = [s for s in subjects if s.name in ("rust", "traced")]
+    if len(pair) < 2 or not cold or not warm:
+        return None
+    at = quota.label if quota else ""
+    log(f"{transport}{at}: the spans' cost, {cold} cold starts and {warm} warm invocations of rust and traced")
+    return {
+        "cold": cold_starts(run, pair, transport, cold, events, quota),
+        "warm": warm_runs(run, pair, transport, warm, events, quota),
+    }
 
 
 def memory_sizes(run, subjects, args, events):
@@ -189,7 +213,10 @@ def memory_sizes(run, subjects, args, events):
         share = f"quota {quota.quota_us} us per {CGROUP_PERIOD_US} us, cgroup v{quota.version}" if quota else "no quota"
         log(f"{memory_mb} MB: {share}")
         try:
-            runs = cold_and_warm(run, subjects, MEMORY_TRANSPORT, args.memory_cold, args.memory_warm, events, quota)
+            tracing = (args.tracing_cold, args.tracing_warm)
+            runs = cold_and_warm(
+                run, subjects, MEMORY_TRANSPORT, args.memory_cold, args.memory_warm, events, quota, tracing
+            )
             stat = quota.stat() if quota else {}
             out["sizes"][str(memory_mb)] = {
                 "quota_us": quota.quota_us if quota else None,
@@ -342,7 +369,9 @@ def benchmark(args, subjects, scratch):
         run.ddb.create_table("bench-jvm-warm-up")
         run.ddb.warm("bench-jvm-warm-up", ddb_warmup(args))
         for transport in args.transport:
-            runs = cold_and_warm(run, subjects, transport, args.cold, args.warm, events)
+            runs = cold_and_warm(
+                run, subjects, transport, args.cold, args.warm, events, tracing=(args.tracing_cold, args.tracing_warm)
+            )
             results["transports"][transport] = runs
             results["load"][f"after_{transport}"] = list(os.getloadavg())
 

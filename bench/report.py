@@ -125,7 +125,10 @@ def _figures(data, subjects):
 def _raw(data):
     warm = {n: [round(x, 4) for x in w["wall_ms"]] for n, w in data["warm"].items()}
     blocks = {n: [round(x, 5) for x in w.get("cpu_per_invocation_by_block_ms", [])] for n, w in data["warm"].items()}
-    return {"cold": data["cold"], "warm_wall_ms": warm, "warm_cpu_by_block_ms": blocks}
+    raw = {"cold": data["cold"], "warm_wall_ms": warm, "warm_cpu_by_block_ms": blocks}
+    if pair := data.get("tracing"):
+        raw["tracing"] = _raw(pair)
+    return raw
 
 
 def summarise(results):
@@ -298,12 +301,16 @@ def tracing_cost(results):
     and whether the budget holds. The costs are read pair by pair, as the
     two were interleaved: the median of each round's difference of cold
     starts, and the median of each round's ratio of warm blocks, so that
-    what loads the machine for a while touches both sides of a pair alike."""
+    what loads the machine for a while touches both sides of a pair alike.
+    Where the run measured the two alone (`tracing_pair` in measure.py),
+    those figures; otherwise the run of every implementation's."""
     places = [(f"{t.upper()}, whole cores", data) for t, data in results["transports"].items()]
     memory = results.get("memory") or {}
     places += [(f"{memory['transport'].upper()}, {size} MB", data) for size, data in memory.get("sizes", {}).items()]
     rows = []
     for where, data in places:
+        alone = "tracing" in data
+        data = data.get("tracing") or data
         if not {"rust", "traced"} <= data["cold"].keys() or not {"rust", "traced"} <= data["warm"].keys():
             continue
         rounds = {n: [s["cold_cpu_ms"] for s in data["cold"][n]] for n in ("rust", "traced")}
@@ -333,6 +340,9 @@ def tracing_cost(results):
                 "cold_cpu_delta_interval_ms": median_interval(cold_deltas),
                 "warm_cpu_ms": warm,
                 "warm_cpu_delta_pct": warm_pct,
+                "warm_cpu_delta_interval_pct": [(x - 1) * 100 for x in median_interval(by_block)] if by_block else None,
+                # Measured with the two alone, or in the run of every implementation.
+                "alone": alone,
                 "warm_blocks": len(by_block),
                 "warm_cpu_delta_pct_by_process": by_process,
                 "peak_rss_mb": {n: v * 1024 / 1e6 for n, v in rss.items()},

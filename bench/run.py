@@ -45,7 +45,18 @@ from subjects import HERE, RUST_PEER_TARGET, fail, install_peers, log, subjects_
 
 IMPLS = ("rust", "traced", "idiomatic", "python", "node")  # traced: rust with every invocation sampled (its spans sent)
 TRANSPORTS = ("http", "https")
-SETTINGS = ("cold", "warm", "ddb_warmup", "memory", "memory_cold", "memory_warm", "long", "concurrency")
+SETTINGS = (
+    "cold",
+    "warm",
+    "ddb_warmup",
+    "memory",
+    "memory_cold",
+    "memory_warm",
+    "tracing_cold",
+    "tracing_warm",
+    "long",
+    "concurrency",
+)
 SETTINGS += ("concurrency_invocations", "store_latency_ms", "ddb_latency_ms", "jwt", "warm_block")
 SUBJECT_FIELDS = ("kind", "size_bytes", "size_note", "env", "certs", "sampled")
 
@@ -120,6 +131,8 @@ def parse_args(argv):
         ("--memory", sizes, "128,256,512,1024,1769", "Lambda memory sizes (MB) under their CPU quota, or none"),
         ("--memory-cold", at_least(1), 20, "fresh processes per implementation and size"),
         ("--memory-warm", at_least(1), 1000, "warm invocations per implementation and size"),
+        ("--tracing-cold", at_least(0), 200, "cold starts of rust and traced alone, per place (spans' cost)"),
+        ("--tracing-warm", at_least(0), 5000, "warm invocations of rust and traced alone, per place (spans' cost)"),
         ("--concurrency", counts, "1,8,32,64", "invocations in flight (AWS_LAMBDA_MAX_CONCURRENCY), or none"),
         ("--concurrency-invocations", at_least(1), 4000, "creates per concurrency level"),
         ("--store-latency-ms", float, latency, "delay added to each DynamoDB request in the concurrency runs"),
@@ -142,6 +155,7 @@ def parse_args(argv):
         parser.error("--jwt measures plant-store's builds only (--impl rust), and not in the smoke")
     if args.smoke:
         args.cold, args.warm, args.memory, args.long, args.concurrency = 1, 0, [], 0, []
+        args.tracing_cold = args.tracing_warm = 0
     return args
 
 
