@@ -184,7 +184,7 @@ def tracing_pair(run, subjects, transport, cold, warm, events, quota=None):
     the spans cost. Measured apart from the run of all five because a 5 %
     budget needs a reading finer than that run gives: there the blocks of
     a pair are a round of five subjects apart, and 100 to 200 of them read
-    a 95 % interval about ±4 % wide on the slow host of
+    a 95 % interval ±4 to ±6 % wide on the slow host of
     docs/performance.md; two subjects alone, 500 blocks, about ±1 %."""
     pair = [s for s in subjects if s.name in ("rust", "traced")]
     if len(pair) < 2 or not cold or not warm:

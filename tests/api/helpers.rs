@@ -32,6 +32,13 @@ use crate::fuzz_targets::JsonResponse;
 /// The token every sample event carries, and the default of `make run`.
 pub const DEV_TOKEN: &str = "plant-store-dev-token";
 
+/// An address where nothing listens: the discard port, below the range a
+/// `bind` to port 0 draws from. A port freed by dropping a socket can be
+/// handed straight to another test's stand-in running at the same time
+/// (seen in CI: a function meant to find nothing served another test's
+/// invocations, and both tests failed).
+pub const NOBODY: &str = "127.0.0.1:9";
+
 /// A DynamoDB item as the SDK returns it.
 pub type Item = HashMap<String, AttributeValue>;
 

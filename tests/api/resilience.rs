@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::helpers::function;
 use crate::helpers::{Event, client_for, create_table, dynamodb_local_endpoint, unique_name};
+use crate::helpers::{NOBODY, function};
 use crate::runtime_api::http_event;
 use crate::runtime_fake::{FakeRuntimeApi, Fault, Invocation, Posted, answer_for};
 
@@ -295,13 +295,6 @@ fn an_unreachable_runtime_api_ends_the_process_non_zero_promptly(workers: usize)
 
     assert_exits_non_zero_promptly(function, started, "Error:");
 }
-
-/// An address where nothing listens: the discard port, below the range a
-/// `bind` to port 0 draws from. (A port freed by dropping a listener can be
-/// handed straight to another test's stand-in running at the same time;
-/// seen in CI, where this test's function then served that test's
-/// invocations and both failed.)
-const NOBODY: &str = "127.0.0.1:9";
 
 /// Well past the 0.8 s its retries pause in all (`runtime::RETRY_PAUSES`),
 /// however busy the machine; a process that kept retrying would still be

@@ -155,12 +155,9 @@ async fn with_application_signals_eight_at_once_every_create_sends_its_own_none_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemon_that_is_not_listening_changes_nothing_but_one_warning() {
     let (table, proxy) = table_behind_a_proxy().await;
-    // The discard port, below the range a `bind` to port 0 draws from: a
-    // port freed by dropping a socket could go to another test's daemon.
-    let nobody = "127.0.0.1:9".to_owned();
     let sent: Vec<Invocation> = (1..=4).map(|n| create(n, n as usize, "Fern")).collect();
 
-    let (answers, lines) = serve_traced(&sent, &proxy, &table, &nobody, 1, false, &[]).await;
+    let (answers, lines) = serve_traced(&sent, &proxy, &table, crate::helpers::NOBODY, 1, false, &[]).await;
 
     for invocation in &sent {
         assert_eq!(answer_status(&answers, &invocation.id), 200, "{}", invocation.id);
