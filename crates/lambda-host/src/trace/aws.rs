@@ -66,10 +66,13 @@ impl Intercept for AwsSpans {
         let Some(metadata) = cfg.load::<Metadata>() else {
             return Ok(());
         };
-        let call = Call::open(|| Target::Aws {
-            metadata: metadata.clone(),
-            region: cfg.load::<Region>().cloned(),
-            table_name: table_name(context.input()).map(str::to_owned),
+        let call = Call::open(|tracer| {
+            Target::Aws(tracer.aws_call(
+                metadata.service(),
+                metadata.name(),
+                cfg.load::<Region>().map(Region::as_ref),
+                table_name(context.input()),
+            ))
         });
         if let Some(call) = call {
             cfg.interceptor_state().store_put(InFlight(Some(call)));

@@ -11,7 +11,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lambda_http::tracing;
@@ -35,6 +35,11 @@ pub const MAX_SPANS_PER_DATAGRAM: usize = 10;
 
 /// A datagram stays under the daemon's 64 KB buffer.
 const MAX_DATAGRAM: usize = 64_000;
+
+/// At most this many AWS calls (operation, region, table) and function
+/// ARNs keep their encoded attributes; others are encoded per call, so a
+/// function that names tables without end cannot grow the process.
+const MAX_KNOWN: usize = 32;
 
 thread_local! {
     /// The request and the datagram being written, kept between sends.
@@ -66,8 +71,12 @@ pub struct Tracer {
     scope: Vec<u8>,
     /// Attributes the same on every span of a kind, encoded once.
     constant: Constant,
-    /// Those of each AWS operation called, encoded on its first call.
-    operations: Mutex<Vec<Operation>>,
+    /// Those of each AWS call (operation, region, table), encoded on its
+    /// first.
+    calls: Mutex<Vec<Arc<AwsCall>>>,
+    /// `cloud.resource_id` and `cloud.account.id` of each function ARN
+    /// invoked (with or without an alias or version), encoded on its first.
+    functions: Mutex<Vec<(String, Vec<u8>)>>,
     ids: RandomState,
     next_id: AtomicU64,
     warned: AtomicBool,
@@ -93,15 +102,72 @@ struct Constant {
     client: Vec<u8>,
     /// `aws.trace.flag.sampled`, false and true.
     sampled: [Vec<u8>; 2],
+    /// `faas.coldstart` and the `ColdStart` annotation, false and true.
+    cold_start: [Vec<u8>; 2],
+    /// `aws.xray.annotations`, without and with `ErrorCode`.
+    annotations: [Vec<u8>; 2],
 }
 
-/// An AWS operation's attributes: `rpc.*`, `db.*` (DynamoDB) and
-/// `aws.remote.service` / `.operation`.
+/// An AWS SDK call's span name (`DynamoDB.PutItem`) and the attributes
+/// its operation, region and table decide: `rpc.*`, `aws.region`, `db.*`
+/// and `aws.dynamodb.table_names` (DynamoDB), `aws.remote.*`.
 #[derive(Debug)]
-struct Operation {
+pub struct AwsCall {
     service: String,
-    name: String,
-    attributes: Vec<u8>,
+    operation: String,
+    region: Option<String>,
+    table: Option<String>,
+    pub name: String,
+    pub attributes: Vec<u8>,
+}
+
+impl AwsCall {
+    fn new(service: &str, operation: &str, region: Option<&str>, table: Option<&str>) -> Self {
+        let remote = format!("AWS::{service}");
+        let mut pairs = vec![
+            ("rpc.system", Value::Str("aws-api")),
+            ("rpc.service", Value::Str(service)),
+            ("rpc.method", Value::Str(operation)),
+        ];
+        if let Some(region) = region {
+            pairs.push(("aws.region", Value::Str(region)));
+        }
+        let tables;
+        if service == "DynamoDB" {
+            pairs.extend([
+                ("db.system", Value::Str("dynamodb")),
+                ("db.operation", Value::Str(operation)),
+            ]);
+            if let Some(table) = table {
+                tables = [table];
+                pairs.extend([
+                    ("aws.dynamodb.table_names", Value::Strs(&tables)),
+                    ("aws.remote.resource.type", Value::Str("AWS::DynamoDB::Table")),
+                    ("aws.remote.resource.identifier", Value::Str(table)),
+                    ("aws.remote.resource.cfn.primary.identifier", Value::Str(table)),
+                ]);
+            }
+        }
+        pairs.extend([
+            ("aws.remote.service", Value::Str(&remote)),
+            ("aws.remote.operation", Value::Str(operation)),
+        ]);
+        Self {
+            service: service.to_owned(),
+            operation: operation.to_owned(),
+            region: region.map(str::to_owned),
+            table: table.map(str::to_owned),
+            name: format!("{service}.{operation}"),
+            attributes: attributes(&pairs),
+        }
+    }
+
+    fn is(&self, service: &str, operation: &str, region: Option<&str>, table: Option<&str>) -> bool {
+        self.operation == operation
+            && self.table.as_deref() == table
+            && self.service == service
+            && self.region.as_deref() == region
+    }
 }
 
 fn attributes(pairs: &[(&str, Value<'_>)]) -> Vec<u8> {
@@ -171,6 +237,17 @@ impl Tracer {
             client: attributes(&local("CLIENT")),
             sampled: [false, true]
                 .map(|sampled| attributes(&[("aws.trace.flag.sampled", Value::Bool(sampled))])),
+            cold_start: [false, true].map(|cold| {
+                attributes(&[
+                    ("faas.coldstart", Value::Bool(cold)),
+                    ("ColdStart", Value::Bool(cold)),
+                ])
+            }),
+            annotations: [
+                &["ColdStart", "Status"][..],
+                &["ColdStart", "Status", "ErrorCode"],
+            ]
+            .map(|keys| attributes(&[("aws.xray.annotations", Value::Strs(keys))])),
         };
         Ok(Self {
             socket,
@@ -181,7 +258,8 @@ impl Tracer {
             resource: resource(service, environment),
             scope: otlp::scope(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
             constant,
-            operations: Mutex::new(Vec::new()),
+            calls: Mutex::new(Vec::new()),
+            functions: Mutex::new(Vec::new()),
             ids: RandomState::new(),
             next_id: AtomicU64::new(0),
             warned: AtomicBool::new(false),
@@ -211,40 +289,62 @@ impl Tracer {
         &self.constant.sampled[usize::from(sampled)]
     }
 
-    /// Calls `write` with the encoded attributes of the AWS operation
-    /// `service`.`name`, encoding them on its first call in the process.
-    pub fn operation_attributes(&self, service: &str, name: &str, write: impl FnOnce(&[u8])) {
-        let mut operations = self.operations.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(known) = operations
+    /// `faas.coldstart` and `ColdStart` (encoded).
+    pub fn cold_start_attributes(&self, cold_start: bool) -> &[u8] {
+        &self.constant.cold_start[usize::from(cold_start)]
+    }
+
+    /// `aws.xray.annotations` (encoded), naming `ErrorCode` or not.
+    pub fn annotations_attribute(&self, error_code: bool) -> &[u8] {
+        &self.constant.annotations[usize::from(error_code)]
+    }
+
+    /// The span name and attributes of an AWS SDK call, encoded on the
+    /// first call to that operation, region and table.
+    pub fn aws_call(
+        &self,
+        service: &str,
+        operation: &str,
+        region: Option<&str>,
+        table: Option<&str>,
+    ) -> Arc<AwsCall> {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = calls
             .iter()
-            .find(|operation| operation.service == service && operation.name == name)
+            .find(|call| call.is(service, operation, region, table))
         {
-            write(&known.attributes);
+            return Arc::clone(known);
+        }
+        let call = Arc::new(AwsCall::new(service, operation, region, table));
+        if calls.len() < MAX_KNOWN {
+            calls.push(Arc::clone(&call));
+        }
+        call
+    }
+
+    /// Calls `write` with `cloud.resource_id` (the ARN without an alias or
+    /// version, as the FaaS conventions want it on Lambda) and
+    /// `cloud.account.id` of the invoked function's `arn`, encoded on its
+    /// first invocation.
+    pub fn function_attributes(&self, arn: &str, write: impl FnOnce(&[u8])) {
+        let mut functions = self.functions.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, known)) = functions.iter().find(|(known, _)| known == arn) {
+            write(known);
             return;
         }
-        let remote = format!("AWS::{service}");
-        let mut pairs = vec![
-            ("rpc.system", Value::Str("aws-api")),
-            ("rpc.service", Value::Str(service)),
-            ("rpc.method", Value::Str(name)),
-        ];
-        if service == "DynamoDB" {
-            pairs.extend([
-                ("db.system", Value::Str("dynamodb")),
-                ("db.operation", Value::Str(name)),
-            ]);
+        let unqualified = arn
+            .match_indices(':')
+            .nth(6)
+            .map_or(arn, |(colon, _)| &arn[..colon]);
+        let mut pairs = vec![("cloud.resource_id", Value::Str(unqualified))];
+        if let Some(account) = arn.split(':').nth(4) {
+            pairs.push(("cloud.account.id", Value::Str(account)));
         }
-        pairs.extend([
-            ("aws.remote.service", Value::Str(&remote)),
-            ("aws.remote.operation", Value::Str(name)),
-        ]);
-        let operation = Operation {
-            service: service.to_owned(),
-            name: name.to_owned(),
-            attributes: attributes(&pairs),
-        };
-        write(&operation.attributes);
-        operations.push(operation);
+        let encoded = attributes(&pairs);
+        write(&encoded);
+        if functions.len() < MAX_KNOWN {
+            functions.push((arn.to_owned(), encoded));
+        }
     }
 
     /// A fresh span id: a counter through SipHash with this process's
@@ -568,6 +668,47 @@ mod tests {
         let ids: std::collections::HashSet<[u8; 8]> = (0..10_000).map(|_| tracer.id()).collect();
         assert_eq!(ids.len(), 10_000);
         assert!(!ids.contains(&[0; 8]));
+    }
+
+    /// Attributes encoded as a span's (field 9), decoded as a `Span`'s.
+    fn span_attributes(encoded: &[u8]) -> serde_json::Value {
+        use prost::Message as _;
+        let span = opentelemetry_proto::tonic::trace::v1::Span::decode(encoded).expect("span attributes");
+        decode::attributes(&span.attributes)
+    }
+
+    #[test]
+    fn an_aws_calls_attributes_are_encoded_once_and_a_process_keeps_a_bounded_number() {
+        let tracer = Tracer::with("127.0.0.1:9".parse().unwrap(), "s", &Environment::default()).unwrap();
+        let region = Some("eu-west-1");
+        let first = tracer.aws_call("DynamoDB", "PutItem", region, Some("plants"));
+        let again = tracer.aws_call("DynamoDB", "PutItem", region, Some("plants"));
+        assert!(Arc::ptr_eq(&first, &again));
+        let elsewhere = tracer.aws_call("DynamoDB", "PutItem", Some("us-east-1"), Some("plants"));
+        assert!(!Arc::ptr_eq(&first, &elsewhere));
+
+        for n in 0..3 * MAX_KNOWN {
+            let table = format!("table-{n}");
+            let call = tracer.aws_call("DynamoDB", "GetItem", region, Some(&table));
+            assert_eq!(call.name, "DynamoDB.GetItem");
+            let attributes = span_attributes(&call.attributes);
+            assert_eq!(attributes["aws.dynamodb.table_names"], serde_json::json!([table]));
+            assert_eq!(attributes["aws.remote.resource.identifier"], table.as_str());
+            assert_eq!(attributes["aws.region"], "eu-west-1");
+        }
+        assert_eq!(tracer.calls.lock().unwrap().len(), MAX_KNOWN);
+        for n in 0..3 * MAX_KNOWN {
+            let arn = format!("arn:aws:lambda:eu-west-1:123456789012:function:f:{n}");
+            let mut encoded = Vec::new();
+            tracer.function_attributes(&arn, |bytes| encoded.extend_from_slice(bytes));
+            let attributes = span_attributes(&encoded);
+            assert_eq!(
+                attributes["cloud.resource_id"],
+                "arn:aws:lambda:eu-west-1:123456789012:function:f"
+            );
+            assert_eq!(attributes["cloud.account.id"], "123456789012");
+        }
+        assert_eq!(tracer.functions.lock().unwrap().len(), MAX_KNOWN);
     }
 
     #[test]

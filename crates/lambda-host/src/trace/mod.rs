@@ -141,9 +141,14 @@ fn span_id(id: &str) -> Option<[u8; 8]> {
 }
 
 fn hex_into(hex: &str, out: &mut [u8]) -> Option<()> {
-    let digit = |byte: u8| char::from(byte).to_digit(16);
+    let digit = |byte: u8| match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        _ => None,
+    };
     for (pair, byte) in hex.as_bytes().chunks_exact(2).zip(out.iter_mut()) {
-        *byte = u8::try_from(digit(pair[0])? << 4 | digit(pair[1])?).ok()?;
+        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
     }
     Some(())
 }

@@ -79,6 +79,12 @@ impl<'b> Writer<'b> {
         self.bytes(field, text.as_bytes());
     }
 
+    /// Fields encoded earlier, as they are.
+    #[inline]
+    pub fn raw(&mut self, fields: &[u8]) {
+        self.buf.extend_from_slice(fields);
+    }
+
     /// A string field written from `parts`, as if joined.
     pub fn string_of(&mut self, field: u32, parts: &[&str]) {
         self.tag(field, LEN);
@@ -318,7 +324,7 @@ impl<'b> SpanWriter<'b> {
 
     /// Fields encoded earlier (attributes as field 9, by [`Writer::attribute`]).
     pub fn raw(&mut self, fields: &[u8]) {
-        self.writer.buf.extend_from_slice(fields);
+        self.writer.raw(fields);
     }
 
     /// An `exception` event (semantic conventions' `exception.type`,

@@ -8,11 +8,9 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use aws_sdk_dynamodb::config::Region;
-use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use lambda_http::http::{Response, Uri};
 
-use super::daemon::{self, Tracer};
+use super::daemon::{self, AwsCall, Tracer};
 use super::otlp::{
     self, FLAG_HAS_IS_REMOTE, FLAG_IS_REMOTE, FLAG_SAMPLED, Kind, SpanHead, SpanWriter, StatusCode, Value,
 };
@@ -205,32 +203,25 @@ pub struct Answer<'a> {
 /// changes nothing. Nothing outside a traced invocation.
 pub fn answered(answer: Answer<'_>) {
     let _ = CURRENT.try_with(|invocation| {
-        let Some(server) = &invocation.server else {
+        let (Some(spans), Some(server)) = (&invocation.spans, &invocation.server) else {
             return;
         };
         let mut recorded = server.answer.borrow_mut();
         if recorded.is_some() {
             return;
         }
+        let tracer = spans.tracer;
         let mut bytes = Vec::with_capacity(640);
         let mut attributes = otlp::Writer::new(&mut bytes);
-        let mut attribute = |key: &str, value: Value<'_>| attributes.attribute(9, key, value);
         if let Some(id) = answer.invocation_id {
-            attribute("faas.invocation_id", Value::Str(id));
+            attributes.attribute(9, "faas.invocation_id", Value::Str(id));
         }
         if let Some(arn) = answer.function_arn {
-            // The function's ARN without an alias or version, as the FaaS
-            // conventions want `cloud.resource_id` on Lambda.
-            let unqualified = arn
-                .match_indices(':')
-                .nth(6)
-                .map_or(arn, |(colon, _)| &arn[..colon]);
-            attribute("cloud.resource_id", Value::Str(unqualified));
-            if let Some(account) = arn.split(':').nth(4) {
-                attribute("cloud.account.id", Value::Str(account));
-            }
+            tracer.function_attributes(arn, |encoded| attributes.raw(encoded));
         }
-        attribute("faas.coldstart", Value::Bool(answer.cold_start));
+        // `faas.coldstart` and `ColdStart`.
+        attributes.raw(tracer.cold_start_attributes(answer.cold_start));
+        let mut attribute = |key: &str, value: Value<'_>| attributes.attribute(9, key, value);
         attribute("http.request.method", Value::Str(answer.method));
         attribute("url.path", Value::Str(answer.path));
         if let Some(route) = answer.route {
@@ -244,17 +235,11 @@ pub fn answered(answer: Answer<'_>) {
         if failed {
             attribute("error.type", Value::Str(&answer.status.to_string()));
         }
-        attribute("ColdStart", Value::Bool(answer.cold_start));
         attribute("Status", Value::Int(status));
         if let Some(code) = answer.error {
             attribute("ErrorCode", Value::Int(i64::from(code)));
-            attribute(
-                "aws.xray.annotations",
-                Value::Strs(&["ColdStart", "Status", "ErrorCode"]),
-            );
-        } else {
-            attribute("aws.xray.annotations", Value::Strs(&["ColdStart", "Status"]));
         }
+        attributes.raw(tracer.annotations_attribute(answer.error.is_some()));
         *recorded = Some((bytes, failed));
     });
 }
@@ -273,12 +258,8 @@ pub(super) struct Call {
 /// What the call is to, known when it starts.
 #[derive(Debug)]
 pub(super) enum Target {
-    Aws {
-        /// The SDK's service (`DynamoDB`) and operation (`PutItem`).
-        metadata: Metadata,
-        region: Option<Region>,
-        table_name: Option<String>,
-    },
+    /// Its name and the attributes its operation, region and table decide.
+    Aws(Arc<AwsCall>),
     Http {
         url: String,
     },
@@ -298,7 +279,7 @@ pub(super) struct Ending<'a> {
 impl Call {
     /// A CLIENT span under the invocation's SERVER span, if the calling task
     /// serves a traced invocation.
-    pub(super) fn open(target: impl FnOnce() -> Target) -> Option<Self> {
+    pub(super) fn open(target: impl FnOnce(&Tracer) -> Target) -> Option<Self> {
         CURRENT
             .try_with(|invocation| {
                 let spans = invocation.spans.as_ref()?;
@@ -306,7 +287,7 @@ impl Call {
                     id: spans.tracer.id(),
                     spans: spans.clone(),
                     start: daemon::now(),
-                    target: target(),
+                    target: target(spans.tracer),
                     ended: false,
                 })
             })
@@ -325,10 +306,10 @@ impl Call {
         spans.add(|out| {
             let name = match &self.target {
                 // `Service.Operation`, as ADOT names an AWS SDK call's span.
-                Target::Aws { metadata, .. } => [metadata.service(), ".", metadata.name()],
+                Target::Aws(call) => call.name.as_str(),
                 // The method alone, as the HTTP client conventions name a
                 // span when there is no route.
-                Target::Http { .. } => ["GET", "", ""],
+                Target::Http { .. } => "GET",
             };
             let mut span = SpanWriter::begin(
                 out,
@@ -336,7 +317,7 @@ impl Call {
                     trace_id: spans.trace_id,
                     span_id: self.id,
                     parent_span_id: spans.server_id,
-                    name: &name,
+                    name: &[name],
                     kind: Kind::Client,
                     start_unix_nano: self.start,
                     end_unix_nano: end,
@@ -344,18 +325,8 @@ impl Call {
                 },
             );
             match &self.target {
-                Target::Aws {
-                    metadata,
-                    region,
-                    table_name,
-                } => {
-                    let (service, operation) = (metadata.service(), metadata.name());
-                    spans
-                        .tracer
-                        .operation_attributes(service, operation, |attributes| span.raw(attributes));
-                    if let Some(region) = region {
-                        span.attribute("aws.region", Value::Str(region.as_ref()));
-                    }
+                Target::Aws(call) => {
+                    span.raw(&call.attributes);
                     if let Some(request_id) = ending.request_id {
                         span.attribute("aws.request_id", Value::Str(request_id));
                     }
@@ -363,12 +334,6 @@ impl Call {
                         span.attribute("retry_attempts", Value::Int(i64::from(retries)));
                     }
                     spans.local(&mut span, Kind::Client);
-                    if let (Some(table), "DynamoDB") = (table_name, service) {
-                        span.attribute("aws.dynamodb.table_names", Value::Strs(&[table.as_str()]));
-                        span.attribute("aws.remote.resource.type", Value::Str("AWS::DynamoDB::Table"));
-                        span.attribute("aws.remote.resource.identifier", Value::Str(table));
-                        span.attribute("aws.remote.resource.cfn.primary.identifier", Value::Str(table));
-                    }
                 }
                 Target::Http { url } => {
                     span.attribute("http.request.method", Value::Str("GET"));
@@ -449,7 +414,7 @@ pub async fn remote_call<B, E: std::fmt::Display>(
     url: &Uri,
     call: impl Future<Output = Result<Response<B>, E>>,
 ) -> Result<Response<B>, E> {
-    let Some(span) = Call::open(|| Target::Http { url: url.to_string() }) else {
+    let Some(span) = Call::open(|_| Target::Http { url: url.to_string() }) else {
         return call.await;
     };
     let result = call.await;

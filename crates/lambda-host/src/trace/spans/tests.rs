@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use aws_sdk_dynamodb::config::Region;
 use lambda_http::http::{Response, Uri};
 use serde_json::{Value, json};
 
@@ -74,6 +75,11 @@ fn only_a_sampled_header_with_a_well_formed_root_and_parent_is_traced() {
         (
             "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
             false,
+            true,
+        ),
+        (
+            "Root=1-5759E988-BD862E3FE1BE46A994272793;Parent=53995C3F42CD8AD8;Sampled=1",
+            true,
             true,
         ),
         ("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1", false, false),
