@@ -99,7 +99,16 @@ impl Intercept for AwsSpans {
         };
         let response = context.response();
         let status = response.map(|response| response.status().as_u16());
-        let request_id = response.and_then(|response| response.headers().get(REQUEST_ID));
+        // Found by walking the few headers: `get` would parse the name
+        // against every standard header's, code a traced create otherwise
+        // never runs (docs/performance.md, "Traces").
+        let request_id = response.and_then(|response| {
+            let (_, id) = response
+                .headers()
+                .iter_bytes()
+                .find(|(name, _)| *name == REQUEST_ID)?;
+            std::str::from_utf8(id).ok()
+        });
         let error = context.output_or_error().and_then(Result::err);
         let other = error.map(ToString::to_string);
         let failure = error.map(|error| match error.as_operation_error().map(service_error) {

@@ -42,8 +42,8 @@ const MAX_DATAGRAM: usize = 64_000;
 const MAX_KNOWN: usize = 32;
 
 thread_local! {
-    /// The request and the datagram being written, kept between sends.
-    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    /// The datagram being written, kept between sends.
+    static DATAGRAM: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The Lambda environment the resource attributes come from, as ADOT's
@@ -69,6 +69,8 @@ pub struct Tracer {
     application_signals: bool,
     resource: Vec<u8>,
     scope: Vec<u8>,
+    /// The room a batch keeps for a request's head.
+    head_room: usize,
     /// Attributes the same on every span of a kind, encoded once.
     constant: Constant,
     /// Those of each AWS call (operation, region, table), encoded on its
@@ -249,14 +251,17 @@ impl Tracer {
             ]
             .map(|keys| attributes(&[("aws.xray.annotations", Value::Strs(keys))])),
         };
+        let resource = resource(service, environment);
+        let scope = otlp::scope(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"));
         Ok(Self {
             socket,
             daemon,
             service: service.to_owned(),
             server_name: function.unwrap_or(service).to_owned(),
             application_signals: environment.application_signals,
-            resource: resource(service, environment),
-            scope: otlp::scope(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+            head_room: otlp::request_head_room(resource.len(), scope.len()),
+            resource,
+            scope,
             constant,
             calls: Mutex::new(Vec::new()),
             functions: Mutex::new(Vec::new()),
@@ -360,16 +365,31 @@ impl Tracer {
         }
     }
 
-    /// Sends the spans encoded in `bytes` (each a `Span` as field 2 of
-    /// `ScopeSpans`, the n-th ending at `ends[n]`) in as few datagrams as
-    /// ten spans each and the size limit allow. A failure (no daemon
-    /// listening, a full buffer) loses them and is logged once per process.
-    pub fn send(&self, bytes: &[u8], ends: &[usize], sampled: bool) {
+    /// An empty batch for [`Tracer::send`]: room at its front for a
+    /// request's head, so that a request goes out from where its spans
+    /// were encoded, not copied after a head first.
+    pub fn batch(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.head_room + 2048);
+        bytes.resize(self.head_room, 0);
+        bytes
+    }
+
+    /// Sends the spans encoded in a [`Tracer::batch`] (each a `Span` as
+    /// field 2 of `ScopeSpans`, the n-th ending at `ends[n]`) in as few
+    /// datagrams as ten spans each and the size limit allow. Each request's
+    /// head is written over the bytes before its spans (the room, or spans
+    /// already sent). A failure (no daemon listening, a full buffer) loses
+    /// them and is logged once per process.
+    pub fn send(&self, bytes: &mut [u8], ends: &[usize], sampled: bool) {
         let (resource, scope) = (self.resource.len(), self.scope.len());
-        SCRATCH.with_borrow_mut(|(request, datagram)| {
+        DATAGRAM.with_borrow_mut(|datagram| {
             let mut first = 0;
             while first < ends.len() {
-                let start = if first == 0 { 0 } else { ends[first - 1] };
+                let start = if first == 0 {
+                    self.head_room
+                } else {
+                    ends[first - 1]
+                };
                 // As many spans as fit, at least one.
                 let mut last = first;
                 while last + 1 < ends.len()
@@ -379,25 +399,25 @@ impl Tracer {
                 {
                     last += 1;
                 }
-                let spans = &bytes[start..ends[last]];
+                let spans = ends[last] - start;
                 first = last + 1;
-                if datagram_len(otlp::request_len(resource, scope, spans.len())) > MAX_DATAGRAM {
+                if datagram_len(otlp::request_len(resource, scope, spans)) > MAX_DATAGRAM {
                     // One span alone over the limit, dropped: none of ours
                     // comes near it, their messages being cut short.
                     self.warn_once(&io::Error::other(format!(
-                        "a span of {} bytes is over the datagram's limit",
-                        spans.len()
+                        "a span of {spans} bytes is over the datagram's limit"
                     )));
                     continue;
                 }
-                request.clear();
-                otlp::request(request, &self.resource, &self.scope, std::iter::once(spans));
+                // Never longer than the room, which `start` is past.
+                let head = start - otlp::request_head_len(resource, scope, spans);
+                otlp::request_head(&mut bytes[head..start], &self.resource, &self.scope, spans);
                 datagram.clear();
                 datagram.extend_from_slice(DAEMON_HEADER);
                 datagram.extend_from_slice(if sampled { b"T1S" } else { b"T1U" });
                 // In SIMD: `base64`'s engine spent half a traced create's
                 // instructions here (docs/performance.md, "Traces").
-                base64_simd::STANDARD.encode_append(&request[..], datagram);
+                base64_simd::STANDARD.encode_append(&bytes[head..ends[last]], datagram);
                 if let Err(err) = self.socket.send(datagram) {
                     self.warn_once(&err);
                 }
@@ -526,8 +546,8 @@ mod tests {
 
     /// A batch of spans numbered by their id's bytes, each `padding` bytes
     /// of attribute long or so, as `Spans` hands it to [`Tracer::send`].
-    fn batch(spans: &[(u8, usize)]) -> (Vec<u8>, Vec<usize>) {
-        let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+    fn batch(tracer: &Tracer, spans: &[(u8, usize)]) -> (Vec<u8>, Vec<usize>) {
+        let (mut bytes, mut ends) = (tracer.batch(), Vec::new());
         for &(id, padding) in spans {
             let head = SpanHead {
                 trace_id: [1; 16],
@@ -562,13 +582,14 @@ mod tests {
         let spans: Vec<(u8, usize)> = (1..=27)
             .map(|id| (id, if id <= 12 { 9_000 } else { 100 }))
             .collect();
-        let (bytes, ends) = batch(&spans);
-        assert!(
-            datagram_len(bytes.len()) > 2 * MAX_DATAGRAM,
-            "a batch over the limit"
-        );
-
-        let datagrams = sent(|tracer| tracer.send(&bytes, &ends, true));
+        let datagrams = sent(|tracer| {
+            let (mut bytes, ends) = batch(tracer, &spans);
+            assert!(
+                datagram_len(bytes.len()) > 2 * MAX_DATAGRAM,
+                "a batch over the limit"
+            );
+            tracer.send(&mut bytes, &ends, true);
+        });
 
         for (length, datagram) in &datagrams {
             assert!(*length <= MAX_DATAGRAM, "a datagram of {length} bytes");
@@ -588,13 +609,10 @@ mod tests {
     fn requests_a_byte_apart_arrive_whole_whatever_base64_pads_them_with() {
         // Three requests of consecutive lengths: every remainder of three,
         // so every padding, decoded by another library than the sender's.
-        let batches: Vec<_> = (0..3)
-            .map(|extra| batch(&[(1 + extra as u8, 200 + extra)]))
-            .collect();
-
         let datagrams = sent(|tracer| {
-            for (bytes, ends) in &batches {
-                tracer.send(bytes, ends, true);
+            for extra in 0..3 {
+                let (mut bytes, ends) = batch(tracer, &[(1 + extra as u8, 200 + extra)]);
+                tracer.send(&mut bytes, &ends, true);
             }
         });
 
@@ -641,13 +659,13 @@ mod tests {
         let lines = Lines::default();
         let subscriber = crate::logging::json_subscriber(None, lines.clone());
         // Spans 2 and 4 are over the limit on their own once in base64.
-        let (first, first_ends) = batch(&[(1, 100), (2, 50_000), (3, 100)]);
-        let (second, second_ends) = batch(&[(4, 50_000)]);
 
         let datagrams = tracing::dispatcher::with_default(&tracing::Dispatch::new(subscriber), || {
             sent(|tracer| {
-                tracer.send(&first, &first_ends, true);
-                tracer.send(&second, &second_ends, false);
+                let (mut first, first_ends) = batch(tracer, &[(1, 100), (2, 50_000), (3, 100)]);
+                tracer.send(&mut first, &first_ends, true);
+                let (mut second, second_ends) = batch(tracer, &[(4, 50_000)]);
+                tracer.send(&mut second, &second_ends, false);
             })
         });
 

@@ -245,30 +245,41 @@ fn varint_len_u64(value: u64) -> usize {
     length
 }
 
-/// An `ExportTraceServiceRequest` of one `ResourceSpans` with one
-/// `ScopeSpans`, from the encoded resource, scope and spans (each span
-/// already `Span` as field 2 of `ScopeSpans`), appended to `out`.
-pub fn request<'a>(
-    out: &mut Vec<u8>,
-    resource: &[u8],
-    scope: &[u8],
-    spans: impl Iterator<Item = &'a [u8]> + Clone,
-) {
-    let scope_spans = scope.len() + spans.clone().map(<[u8]>::len).sum::<usize>();
-    let resource_spans = resource.len() + 1 + varint_len(scope_spans) + scope_spans;
-    let mut writer = Writer::new(out);
-    writer.tag(1, LEN);
-    writer.varint(resource_spans as u64);
-    writer.buf.extend_from_slice(resource);
-    writer.tag(2, LEN);
-    writer.varint(scope_spans as u64);
-    writer.buf.extend_from_slice(scope);
-    for span in spans {
-        writer.buf.extend_from_slice(span);
-    }
+/// The most bytes [`request_head`] writes: its two lengths as varints of
+/// at most three bytes (a request is under 64 KB).
+pub fn request_head_room(resource: usize, scope: usize) -> usize {
+    1 + 3 + resource + 1 + 3 + scope
 }
 
-/// The length of the request [`request`] writes.
+/// How long the head of a request of `spans` bytes of spans is.
+pub fn request_head_len(resource: usize, scope: usize, spans: usize) -> usize {
+    request_len(resource, scope, spans) - spans
+}
+
+/// The head of an `ExportTraceServiceRequest` of one `ResourceSpans` with
+/// one `ScopeSpans`, from the encoded resource and scope, written into
+/// `out` (exactly [`request_head_len`] long): followed by `spans` bytes of
+/// spans (each `Span` as field 2 of `ScopeSpans`), it is the request.
+pub fn request_head(out: &mut [u8], resource: &[u8], scope: &[u8], spans: usize) {
+    let scope_spans = scope.len() + spans;
+    let resource_spans = resource.len() + 1 + varint_len(scope_spans) + scope_spans;
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        out[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    let mut varint = [0u8; 10];
+    put(&[1 << 3 | LEN]);
+    let used = encode_varint(resource_spans as u64, &mut varint);
+    put(&varint[..used]);
+    put(resource);
+    put(&[2 << 3 | LEN]);
+    let used = encode_varint(scope_spans as u64, &mut varint);
+    put(&varint[..used]);
+    put(scope);
+}
+
+/// The length of a request of `spans` bytes of spans.
 pub fn request_len(resource: usize, scope: usize, spans: usize) -> usize {
     let scope_spans = scope + spans;
     let resource_spans = resource + 1 + varint_len(scope_spans) + scope_spans;
@@ -396,7 +407,7 @@ mod tests {
     }
 
     #[test]
-    fn a_request_is_as_long_as_said() {
+    fn a_head_and_its_spans_are_a_request_as_long_as_said() {
         let resource = resource(&[("service.name", Value::Str("s"))]);
         let scope = scope("n", "1");
         let mut batch = Vec::new();
@@ -411,8 +422,11 @@ mod tests {
             flags: 0,
         };
         SpanWriter::begin(&mut batch, &head).finish();
-        let mut out = Vec::new();
-        request(&mut out, &resource, &scope, std::iter::once(batch.as_slice()));
+        let head_len = request_head_len(resource.len(), scope.len(), batch.len());
+        assert!(head_len <= request_head_room(resource.len(), scope.len()));
+        let mut out = vec![0; head_len];
+        request_head(&mut out, &resource, &scope, batch.len());
+        out.extend_from_slice(&batch);
         assert_eq!(out.len(), request_len(resource.len(), scope.len(), batch.len()));
         let decoded = opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest::decode(
             out.as_slice(),

@@ -73,7 +73,7 @@ impl Spans {
             server_id: tracer.id(),
             sampled,
             batch: Arc::new(Mutex::new(Batch {
-                bytes: Vec::with_capacity(2048),
+                bytes: tracer.batch(),
                 ends: Vec::with_capacity(4),
                 sent: false,
             })),
@@ -96,9 +96,10 @@ impl Spans {
         let mut batch = self.batch.lock().unwrap_or_else(PoisonError::into_inner);
         if batch.sent {
             drop(batch);
-            let mut alone = Vec::with_capacity(1024);
+            let mut alone = self.tracer.batch();
             encode(&mut alone);
-            self.tracer.send(&alone, &[alone.len()], self.sampled);
+            let end = alone.len();
+            self.tracer.send(&mut alone, &[end], self.sampled);
             return;
         }
         encode(&mut batch.bytes);
@@ -112,7 +113,8 @@ impl Spans {
         if std::mem::replace(&mut batch.sent, true) {
             return;
         }
-        self.tracer.send(&batch.bytes, &batch.ends, self.sampled);
+        let Batch { bytes, ends, .. } = &mut *batch;
+        self.tracer.send(bytes, ends, self.sampled);
     }
 
     /// The attributes every span of ours carries for Application Signals
