@@ -101,10 +101,15 @@ WARM_BLOCK = 10
 # of the same build for its whole life, so no count of blocks from a single
 # process averages it out.
 WARM_PROCESSES = 5
+# The same for `rust` and `traced` alone: there a pair of processes read
+# anything from +0.2 to +8.0 % of the same cost, so five pairs left the
+# median a per cent off either way and a row over a 5 % budget by chance
+# in one run of two (docs/performance.md, "Traces"); twenty halve that.
+PAIR_PROCESSES = 20
 
 
-def warm_runs(run, subjects, transport, count, events, quota=None):
-    """WARM_PROCESSES processes per subject, all started first: each its
+def warm_runs(run, subjects, transport, count, events, quota=None, processes=WARM_PROCESSES):
+    """`processes` processes per subject, all started first: each its
     cold start, then `count` sequential invocations per subject, handed out
     in blocks of WARM_BLOCK, the subjects taking turns (`turn_order`) and
     each subject's processes taking its turns in rotation, so that a change
@@ -112,13 +117,15 @@ def warm_runs(run, subjects, transport, count, events, quota=None):
     are interleaved (inside `quota`'s cgroup when given). Only one process
     runs at a time; each one's CPU clock is read around its own blocks,
     with every worker parked on the Runtime API."""
+    # No more processes than blocks to give them.
+    processes = max(1, min(processes, -(-count // WARM_BLOCK)))
     with contextlib.ExitStack() as stack:
         fns = {}
         for subject in subjects:
             table = run.table(subject, transport)
             fns[subject.name] = [
                 stack.enter_context(run.function(subject, transport, table=table, quota=quota))
-                for _ in range(WARM_PROCESSES)
+                for _ in range(processes)
             ]
             for fn in fns[subject.name]:
                 fn.start()
@@ -130,7 +137,7 @@ def warm_runs(run, subjects, transport, count, events, quota=None):
         for i in range(rounds):
             block = min(WARM_BLOCK, count - i * WARM_BLOCK)
             for subject in turn_order(subjects, i):
-                fn, t = fns[subject.name][i % WARM_PROCESSES], tally[subject.name]
+                fn, t = fns[subject.name][i % processes], tally[subject.name]
                 cpu_start, split_start = fn.cpu(), fn.user_system_s()
                 window_start = time.perf_counter()
                 for _ in range(block):
@@ -156,7 +163,7 @@ def warm_runs(run, subjects, transport, count, events, quota=None):
                 # compared block by block (report.py's tracing table).
                 "cpu_per_invocation_by_block_ms": t["blocks"],
                 # Round i's block ran in process i % processes.
-                "processes": WARM_PROCESSES,
+                "processes": processes,
                 "system_share": t["system"] / busy if busy else None,
                 "peak_rss_kib": max(fn.kib() for fn in fns[subject.name]),
                 # Back-to-back within a block: the emulator hands over the
@@ -185,7 +192,8 @@ def tracing_pair(run, subjects, transport, cold, warm, events, quota=None):
     budget needs a reading finer than that run gives: there the blocks of
     a pair are a round of five subjects apart, and 100 to 200 of them read
     a 95 % interval ±4 to ±6 % wide on the slow host of
-    docs/performance.md; two subjects alone, 500 blocks, about ±1 %."""
+    docs/performance.md; two subjects alone, 500 blocks, about ±1 %. Each
+    side's turns are taken by PAIR_PROCESSES processes."""
     pair = [s for s in subjects if s.name in ("rust", "traced")]
     if len(pair) < 2 or not cold or not warm:
         return None
@@ -193,7 +201,7 @@ def tracing_pair(run, subjects, transport, cold, warm, events, quota=None):
     log(f"{transport}{at}: the spans' cost, {cold} cold starts and {warm} warm invocations of rust and traced")
     return {
         "cold": cold_starts(run, pair, transport, cold, events, quota),
-        "warm": warm_runs(run, pair, transport, warm, events, quota),
+        "warm": warm_runs(run, pair, transport, warm, events, quota, PAIR_PROCESSES),
     }
 
 

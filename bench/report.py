@@ -345,6 +345,7 @@ def tracing_cost(results):
                 "alone": alone,
                 "warm_blocks": len(by_block),
                 "warm_cpu_delta_pct_by_process": by_process,
+                "warm_processes": processes,
                 "peak_rss_mb": {n: v * 1024 / 1e6 for n, v in rss.items()},
                 "met": cold_delta <= TRACING_BUDGET["cold_cpu_ms"]
                 and warm_pct is not None
