@@ -553,7 +553,7 @@ mod tests {
                 trace_id: [1; 16],
                 span_id: [id; 8],
                 parent_span_id: [2; 8],
-                name: &["GET"],
+                name: "GET",
                 kind: Kind::Client,
                 start_unix_nano: 1,
                 end_unix_nano: 2,

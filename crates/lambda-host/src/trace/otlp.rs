@@ -85,15 +85,6 @@ impl<'b> Writer<'b> {
         self.buf.extend_from_slice(fields);
     }
 
-    /// A string field written from `parts`, as if joined.
-    pub fn string_of(&mut self, field: u32, parts: &[&str]) {
-        self.tag(field, LEN);
-        self.varint(parts.iter().map(|part| part.len()).sum::<usize>() as u64);
-        for part in parts {
-            self.buf.extend_from_slice(part.as_bytes());
-        }
-    }
-
     #[inline]
     pub fn uint(&mut self, field: u32, value: u64) {
         self.tag(field, VARINT);
@@ -299,8 +290,7 @@ pub struct SpanHead<'a> {
     pub trace_id: [u8; 16],
     pub span_id: [u8; 8],
     pub parent_span_id: [u8; 8],
-    /// The name, in parts written as one.
-    pub name: &'a [&'a str],
+    pub name: &'a str,
     pub kind: Kind,
     pub start_unix_nano: u64,
     pub end_unix_nano: u64,
@@ -321,7 +311,7 @@ impl<'b> SpanWriter<'b> {
         writer.bytes(1, &head.trace_id);
         writer.bytes(2, &head.span_id);
         writer.bytes(4, &head.parent_span_id);
-        writer.string_of(5, head.name);
+        writer.string(5, head.name);
         writer.uint(6, head.kind as u64);
         writer.fixed64(7, head.start_unix_nano);
         writer.fixed64(8, head.end_unix_nano);
@@ -415,7 +405,7 @@ mod tests {
             trace_id: [1; 16],
             span_id: [2; 8],
             parent_span_id: [3; 8],
-            name: &[&"n".repeat(300)],
+            name: &"n".repeat(300),
             kind: Kind::Client,
             start_unix_nano: 1,
             end_unix_nano: 2,
