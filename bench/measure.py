@@ -101,76 +101,96 @@ WARM_BLOCK = 10
 # of the same build for its whole life, so no count of blocks from a single
 # process averages it out.
 WARM_PROCESSES = 5
-# The same for `rust` and `traced` alone: there a pair of processes read
-# anything from +0.2 to +8.0 % of the same cost, so five pairs left the
-# median a per cent off either way and a row over a 5 % budget by chance
-# in one run of two (docs/performance.md, "Traces"); twenty halve that.
-PAIR_PROCESSES = 20
+# The same for `rust` and `traced` alone, where a 5 % budget is judged.
+# There one pair of processes read anything from -4 to +15 % of the same
+# cost, so that twenty pairs still left a row's reading a per cent off
+# either way, and one to three rows of seven over 5 % in every run, a
+# different row each time (docs/performance.md, "Traces"). A hundred
+# pairs, five blocks each, halve that again; they live five at a time a
+# side (PAIR_ALIVE), so a place's pair never keeps 200 processes running.
+PAIR_PROCESSES = 100
+PAIR_ALIVE = 5
 
 
-def warm_runs(run, subjects, transport, count, events, quota=None, processes=WARM_PROCESSES):
-    """`processes` processes per subject, all started first: each its
-    cold start, then `count` sequential invocations per subject, handed out
-    in blocks of WARM_BLOCK, the subjects taking turns (`turn_order`) and
-    each subject's processes taking its turns in rotation, so that a change
+def warm_runs(run, subjects, transport, count, events, quota=None, processes=WARM_PROCESSES, alive=None):
+    """`processes` processes per subject, `alive` of them (all, by
+    default) running at a time: each its cold start and a block untimed,
+    then `count` sequential invocations per subject, handed out in blocks
+    of WARM_BLOCK, the subjects taking turns (`turn_order`) and the live
+    processes of a subject taking its turns in rotation, so that a change
     of load on the machine touches every subject alike, as the cold starts
-    are interleaved (inside `quota`'s cgroup when given). Only one process
-    runs at a time; each one's CPU clock is read around its own blocks,
-    with every worker parked on the Runtime API."""
+    are interleaved (inside `quota`'s cgroup when given). Each group of live processes
+    takes an equal share of the rounds, then stops, and the next starts.
+    Only one process runs at a time; each one's CPU clock is read around
+    its own blocks, with every worker parked on the Runtime API."""
+    rounds = -(-count // WARM_BLOCK)
     # No more processes than blocks to give them.
-    processes = max(1, min(processes, -(-count // WARM_BLOCK)))
-    with contextlib.ExitStack() as stack:
-        fns = {}
-        for subject in subjects:
-            table = run.table(subject, transport)
-            fns[subject.name] = [
-                stack.enter_context(run.function(subject, transport, table=table, quota=quota))
-                for _ in range(processes)
-            ]
-            for fn in fns[subject.name]:
-                fn.start()
-                check_created(subject, fn.invoke(events.create())[0])
-                fn.api.wait_next()
-        empty = dict(walls=[], cpus=[], blocks=[], cpu_ns=0, user=0.0, system=0.0, window_s=0.0)
-        tally = {s.name: copy.deepcopy(empty) for s in subjects}
-        rounds = -(-count // WARM_BLOCK)
-        for i in range(rounds):
-            block = min(WARM_BLOCK, count - i * WARM_BLOCK)
-            for subject in turn_order(subjects, i):
-                fn, t = fns[subject.name][i % processes], tally[subject.name]
-                cpu_start, split_start = fn.cpu(), fn.user_system_s()
-                window_start = time.perf_counter()
-                for _ in range(block):
-                    response, wall, cpu = fn.invoke(events.create())
-                    check_created(subject, response)
-                    t["walls"].append(wall / 1e6)
-                    t["cpus"].append(cpu / 1e6)
-                fn.api.wait_next()
-                t["window_s"] += time.perf_counter() - window_start
-                t["cpu_ns"] += (block_ns := fn.cpu() - cpu_start)
-                t["blocks"].append(block_ns / 1e6 / block)
-                user, system = (end - start for end, start in zip(fn.user_system_s(), split_start, strict=True))
-                t["user"], t["system"] = t["user"] + user, t["system"] + system
-        out = {}
-        for subject in subjects:
-            t = tally[subject.name]
-            busy = t["user"] + t["system"]
-            out[subject.name] = {
-                "wall_ms": t["walls"],
-                "cpu_in_window_ms": t["cpus"],
-                "cpu_per_invocation_ms": t["cpu_ns"] / 1e6 / count,
-                # Per round of the interleaving, so that two subjects can be
-                # compared block by block (report.py's tracing table).
-                "cpu_per_invocation_by_block_ms": t["blocks"],
-                # Round i's block ran in process i % processes.
-                "processes": processes,
-                "system_share": t["system"] / busy if busy else None,
-                "peak_rss_kib": max(fn.kib() for fn in fns[subject.name]),
-                # Back-to-back within a block: the emulator hands over the
-                # next event as soon as the function asks for it.
-                "invocations_per_s": count / t["window_s"],
-            }
-        return out
+    processes = max(1, min(processes, rounds))
+    alive = min(alive or processes, processes)
+    groups = -(-processes // alive)
+    empty = dict(walls=[], cpus=[], blocks=[], process_of_block=[], cpu_ns=0, user=0.0, system=0.0, window_s=0.0)
+    tally = {s.name: copy.deepcopy(empty) for s in subjects}
+    peak_kib = dict.fromkeys(tally, 0)
+    tables = {s.name: run.table(s, transport) for s in subjects}
+    for group in range(groups):
+        first = group * alive
+        live = min(alive, processes - first)
+        with contextlib.ExitStack() as stack:
+            fns = {}
+            for subject in subjects:
+                fns[subject.name] = [
+                    stack.enter_context(run.function(subject, transport, table=tables[subject.name], quota=quota))
+                    for _ in range(live)
+                ]
+                for fn in fns[subject.name]:
+                    fn.start()
+                    # A block untimed, so that a process lived as briefly
+                    # as a pair's is as warm as one that lives long.
+                    for _ in range(WARM_BLOCK):
+                        check_created(subject, fn.invoke(events.create())[0])
+                    fn.api.wait_next()
+            for i in range(group * rounds // groups, (group + 1) * rounds // groups):
+                block = min(WARM_BLOCK, count - i * WARM_BLOCK)
+                for subject in turn_order(subjects, i):
+                    k = i % live
+                    fn, t = fns[subject.name][k], tally[subject.name]
+                    cpu_start, split_start = fn.cpu(), fn.user_system_s()
+                    window_start = time.perf_counter()
+                    for _ in range(block):
+                        response, wall, cpu = fn.invoke(events.create())
+                        check_created(subject, response)
+                        t["walls"].append(wall / 1e6)
+                        t["cpus"].append(cpu / 1e6)
+                    fn.api.wait_next()
+                    t["window_s"] += time.perf_counter() - window_start
+                    t["cpu_ns"] += (block_ns := fn.cpu() - cpu_start)
+                    t["blocks"].append(block_ns / 1e6 / block)
+                    t["process_of_block"].append(first + k)
+                    user, system = (end - start for end, start in zip(fn.user_system_s(), split_start, strict=True))
+                    t["user"], t["system"] = t["user"] + user, t["system"] + system
+            for name, live_fns in fns.items():
+                peak_kib[name] = max(peak_kib[name], *(fn.kib() for fn in live_fns))
+    out = {}
+    for subject in subjects:
+        t = tally[subject.name]
+        busy = t["user"] + t["system"]
+        out[subject.name] = {
+            "wall_ms": t["walls"],
+            "cpu_in_window_ms": t["cpus"],
+            "cpu_per_invocation_ms": t["cpu_ns"] / 1e6 / count,
+            # Per round of the interleaving, so that two subjects can be
+            # compared block by block (report.py's tracing table).
+            "cpu_per_invocation_by_block_ms": t["blocks"],
+            "processes": processes,
+            # Which of them ran each round's block.
+            "process_by_block": t["process_of_block"],
+            "system_share": t["system"] / busy if busy else None,
+            "peak_rss_kib": peak_kib[subject.name],
+            # Back-to-back within a block: the emulator hands over the
+            # next event as soon as the function asks for it.
+            "invocations_per_s": count / t["window_s"],
+        }
+    return out
 
 
 def cold_and_warm(run, subjects, transport, cold, warm, events, quota=None, tracing=(0, 0)):
@@ -193,7 +213,8 @@ def tracing_pair(run, subjects, transport, cold, warm, events, quota=None):
     a pair are a round of five subjects apart, and 100 to 200 of them read
     a 95 % interval ±4 to ±6 % wide on the slow host of
     docs/performance.md; two subjects alone, 500 blocks, about ±1 %. Each
-    side's turns are taken by PAIR_PROCESSES processes."""
+    side's turns are taken by PAIR_PROCESSES processes, PAIR_ALIVE at a
+    time."""
     pair = [s for s in subjects if s.name in ("rust", "traced")]
     if len(pair) < 2 or not cold or not warm:
         return None
@@ -201,7 +222,7 @@ def tracing_pair(run, subjects, transport, cold, warm, events, quota=None):
     log(f"{transport}{at}: the spans' cost, {cold} cold starts and {warm} warm invocations of rust and traced")
     return {
         "cold": cold_starts(run, pair, transport, cold, events, quota),
-        "warm": warm_runs(run, pair, transport, warm, events, quota, PAIR_PROCESSES),
+        "warm": warm_runs(run, pair, transport, warm, events, quota, PAIR_PROCESSES, PAIR_ALIVE),
     }
 
 

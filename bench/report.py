@@ -8,6 +8,7 @@ results.json:
 """
 
 import argparse
+import collections
 import json
 import math
 import os
@@ -320,12 +321,17 @@ def tracing_cost(results):
         rss = {n: max([data["warm"][n]["peak_rss_kib"], *(s["peak_rss_kib"] for s in data["cold"][n])]) for n in cold}
         cold_deltas = [t - r for r, t in zip(rounds["rust"], rounds["traced"], strict=True)]
         cold_delta = median(cold_deltas)
-        # Round by round (nan where a block took no CPU), so that every
-        # `processes`-th is one pair of processes.
+        # Round by round (nan where a block took no CPU).
         by_round = [t / r if r else math.nan for r, t in zip(blocks["rust"], blocks["traced"], strict=True)]
         processes = data["warm"]["rust"].get("processes", 1)
+        # Which pair of processes ran each round (in rotation, in a run from
+        # before it was recorded).
+        pair_of = data["warm"]["rust"].get("process_by_block") or [i % processes for i in range(len(by_round))]
         # Each pair of processes alone: how far one process's life moves the reading.
-        by_process = [(median(x) - 1) * 100 for k in range(processes) if (x := _finite(by_round[k::processes]))]
+        by_pair = collections.defaultdict(list)
+        for pair, ratio in zip(pair_of, by_round, strict=True):
+            by_pair[pair].append(ratio)
+        by_process = [(median(x) - 1) * 100 for _, ratios in sorted(by_pair.items()) if (x := _finite(ratios))]
         by_block = _finite(by_round)
         if by_block:
             warm_pct = (median(by_block) - 1) * 100
