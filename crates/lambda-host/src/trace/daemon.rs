@@ -41,6 +41,12 @@ const MAX_DATAGRAM: usize = 64_000;
 /// function that names tables without end cannot grow the process.
 const MAX_KNOWN: usize = 32;
 
+/// At most this many batches' buffers are kept for later invocations,
+/// none over MAX_SPARE_BYTES: a burst of invocations, or one with huge
+/// spans, cannot grow the process for good.
+const MAX_SPARE: usize = 16;
+const MAX_SPARE_BYTES: usize = 16 * 1024;
+
 thread_local! {
     /// The datagram being written, kept between sends.
     static DATAGRAM: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -79,6 +85,10 @@ pub struct Tracer {
     /// `cloud.resource_id` and `cloud.account.id` of each function ARN
     /// invoked (with or without an alias or version), encoded on its first.
     functions: Mutex<Vec<(String, Vec<u8>)>>,
+    /// The buffers of batches sent, for the next ones: a batch's 2.5 KB
+    /// from the allocator cost a sampled create more than its spans'
+    /// encoding (docs/performance.md, "Traces").
+    spare: Mutex<Vec<Vec<u8>>>,
     ids: RandomState,
     next_id: AtomicU64,
     warned: AtomicBool,
@@ -265,6 +275,7 @@ impl Tracer {
             constant,
             calls: Mutex::new(Vec::new()),
             functions: Mutex::new(Vec::new()),
+            spare: Mutex::new(Vec::new()),
             ids: RandomState::new(),
             next_id: AtomicU64::new(0),
             warned: AtomicBool::new(false),
@@ -369,9 +380,24 @@ impl Tracer {
     /// request's head, so that a request goes out from where its spans
     /// were encoded, not copied after a head first.
     pub fn batch(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(self.head_room + 2048);
+        let spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let mut bytes = spare.unwrap_or_else(|| Vec::with_capacity(self.head_room + 2048));
+        // A spare one keeps its old bytes in the room: a head is written
+        // over what it sends of it.
         bytes.resize(self.head_room, 0);
         bytes
+    }
+
+    /// Keeps a [`Tracer::batch`] that has been sent for a later one.
+    pub fn recycle(&self, mut bytes: Vec<u8>) {
+        if bytes.capacity() > MAX_SPARE_BYTES {
+            return;
+        }
+        bytes.truncate(self.head_room);
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < MAX_SPARE {
+            spare.push(bytes);
+        }
     }
 
     /// Sends the spans encoded in a [`Tracer::batch`] (each a `Span` as
@@ -727,6 +753,28 @@ mod tests {
             assert_eq!(attributes["cloud.account.id"], "123456789012");
         }
         assert_eq!(tracer.functions.lock().unwrap().len(), MAX_KNOWN);
+    }
+
+    #[test]
+    fn a_sent_batchs_buffer_serves_a_later_one_and_the_spares_stay_few_and_small() {
+        let tracer = Tracer::with("127.0.0.1:9".parse().unwrap(), "s", &Environment::default()).unwrap();
+        let mut first = tracer.batch();
+        first.extend_from_slice(b"spans");
+        let buffer = first.as_ptr();
+        tracer.recycle(first);
+        let second = tracer.batch();
+        assert_eq!(second.as_ptr(), buffer, "the same buffer");
+        assert_eq!(second.len(), tracer.head_room, "only its room");
+
+        let mut huge = tracer.batch();
+        huge.resize(MAX_SPARE_BYTES + 1, 0);
+        tracer.recycle(huge);
+        assert!(tracer.spare.lock().unwrap().is_empty(), "a huge one is not kept");
+        for _ in 0..2 * MAX_SPARE {
+            tracer.recycle(tracer.batch());
+            tracer.recycle(Vec::with_capacity(1024));
+        }
+        assert_eq!(tracer.spare.lock().unwrap().len(), MAX_SPARE);
     }
 
     #[test]

@@ -302,6 +302,8 @@ pub struct SpanHead<'a> {
 pub struct SpanWriter<'b> {
     writer: Writer<'b>,
     span: usize,
+    /// Where `end_time_unix_nano`'s eight bytes are.
+    end_at: usize,
 }
 
 impl<'b> SpanWriter<'b> {
@@ -314,9 +316,11 @@ impl<'b> SpanWriter<'b> {
         writer.string(5, head.name);
         writer.uint(6, head.kind as u64);
         writer.fixed64(7, head.start_unix_nano);
+        // After field 8's one-byte tag.
+        let end_at = writer.buf.len() + 1;
         writer.fixed64(8, head.end_unix_nano);
         writer.fixed32(16, head.flags);
-        Self { writer, span }
+        Self { writer, span, end_at }
     }
 
     pub fn attribute(&mut self, key: &str, value: Value<'_>) {
@@ -353,8 +357,22 @@ impl<'b> SpanWriter<'b> {
         self.writer.close(status);
     }
 
-    pub fn finish(mut self) {
+    /// Ends the span; returns where its end time's eight bytes are, for a
+    /// span written before it ended ([`set_end`]).
+    pub fn finish(mut self) -> usize {
+        let before = self.writer.buf.len();
         self.writer.close(self.span);
+        // The length's prefix may have taken one byte less or more than
+        // the two kept for it.
+        self.end_at + self.writer.buf.len() - before
+    }
+}
+
+/// Sets the end time of a span [`SpanWriter::finish`]ed with its end
+/// time's eight bytes at `end_at` of `batch`.
+pub fn set_end(batch: &mut [u8], end_at: usize, end_unix_nano: u64) {
+    if let Some(end) = batch.get_mut(end_at..end_at + 8) {
+        end.copy_from_slice(&end_unix_nano.to_le_bytes());
     }
 }
 

@@ -5,7 +5,7 @@
 //! sent as one datagram when the invocation ends (docs/tracing.md has
 //! their attributes).
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use lambda_http::http::{Response, Uri};
@@ -48,8 +48,9 @@ pub(super) struct Server {
     /// Lambda's segment, named by the header's `Parent`.
     parent: [u8; 8],
     started: u64,
-    /// The attributes and status of the answer, encoded by [`answered`].
-    answer: RefCell<Option<(Vec<u8>, bool)>>,
+    /// Where the span's end time sits in the batch, once [`answered`] has
+    /// written the span there: only that is left for the scope's end.
+    end_at: Cell<Option<usize>>,
 }
 
 impl Spans {
@@ -81,7 +82,7 @@ impl Spans {
         let server = Server {
             parent,
             started: daemon::now(),
-            answer: RefCell::new(None),
+            end_at: Cell::new(None),
         };
         Some((spans, server))
     }
@@ -93,28 +94,61 @@ impl Spans {
     /// Encodes a span that has ended into the batch, or sends it at once
     /// when the batch has gone.
     fn add(&self, encode: impl FnOnce(&mut Vec<u8>)) {
-        let mut batch = self.batch.lock().unwrap_or_else(PoisonError::into_inner);
-        if batch.sent {
-            drop(batch);
+        if let Err(encode) = self.write(encode) {
             let mut alone = self.tracer.batch();
             encode(&mut alone);
             let end = alone.len();
             self.tracer.send(&mut alone, &[end], self.sampled);
-            return;
+            self.tracer.recycle(alone);
         }
-        encode(&mut batch.bytes);
-        let end = batch.bytes.len();
-        batch.ends.push(end);
     }
 
-    /// Sends the batch, once.
-    fn send(&self) {
+    /// Encodes a span into the batch, returning what `encode` returns; or
+    /// hands `encode` back, unrun, when the batch has gone.
+    fn write<T, F: FnOnce(&mut Vec<u8>) -> T>(&self, encode: F) -> Result<T, F> {
+        let mut batch = self.batch.lock().unwrap_or_else(PoisonError::into_inner);
+        if batch.sent {
+            return Err(encode);
+        }
+        let done = encode(&mut batch.bytes);
+        let end = batch.bytes.len();
+        batch.ends.push(end);
+        Ok(done)
+    }
+
+    /// Sends the batch, once, the SERVER span's end time (at `end_at`, if
+    /// it was written before it ended) set first.
+    fn send(&self, server_end: Option<(usize, u64)>) {
         let mut batch = self.batch.lock().unwrap_or_else(PoisonError::into_inner);
         if std::mem::replace(&mut batch.sent, true) {
             return;
         }
         let Batch { bytes, ends, .. } = &mut *batch;
+        if let Some((end_at, end)) = server_end {
+            otlp::set_end(bytes, end_at, end);
+        }
         self.tracer.send(bytes, ends, self.sampled);
+        self.tracer.recycle(std::mem::take(bytes));
+    }
+
+    /// Begins the SERVER span in `out`, with its attributes for Application
+    /// Signals.
+    fn server_span<'b>(&self, out: &'b mut Vec<u8>, server: &Server, end: u64) -> SpanWriter<'b> {
+        let mut span = SpanWriter::begin(
+            out,
+            &SpanHead {
+                trace_id: self.trace_id,
+                span_id: self.server_id,
+                parent_span_id: server.parent,
+                name: self.tracer.server_name(),
+                kind: Kind::Server,
+                start_unix_nano: server.started,
+                end_unix_nano: end,
+                flags: self.flags() | FLAG_IS_REMOTE,
+            },
+        );
+        self.local(&mut span, Kind::Server);
+        span
     }
 
     /// The attributes every span of ours carries for Application Signals
@@ -130,47 +164,28 @@ impl Spans {
 }
 
 impl Drop for Invocation {
-    /// The SERVER span ends with the scope, with the answer [`answered`]
-    /// recorded, or as an error when the invocation ended without one (a
-    /// panic, an event that could not be decoded); then the batch is sent.
+    /// The SERVER span ends with the scope: its end time set, if
+    /// [`answered`] wrote it, or written now as an error when the
+    /// invocation ended without an answer (a panic, an event that could
+    /// not be decoded); then the batch is sent.
     fn drop(&mut self) {
         let (Some(spans), Some(server)) = (&self.spans, &self.server) else {
             return;
         };
-        let answer = server.answer.borrow_mut().take();
         let end = daemon::now();
+        if let Some(end_at) = server.end_at.get() {
+            spans.send(Some((end_at, end)));
+            return;
+        }
         spans.add(|out| {
-            let mut span = SpanWriter::begin(
-                out,
-                &SpanHead {
-                    trace_id: spans.trace_id,
-                    span_id: spans.server_id,
-                    parent_span_id: server.parent,
-                    name: spans.tracer.server_name(),
-                    kind: Kind::Server,
-                    start_unix_nano: server.started,
-                    end_unix_nano: end,
-                    flags: spans.flags() | FLAG_IS_REMOTE,
-                },
-            );
-            spans.local(&mut span, Kind::Server);
-            match &answer {
-                Some((attributes, failed)) => {
-                    span.raw(attributes);
-                    if *failed {
-                        span.status(StatusCode::Error, "");
-                    }
-                }
-                None => {
-                    let message = "the invocation ended before the handler answered";
-                    span.attribute("error.type", Value::Str("NoAnswer"));
-                    span.exception(end, "NoAnswer", message);
-                    span.status(StatusCode::Error, message);
-                }
-            }
+            let mut span = spans.server_span(out, server, end);
+            let message = "the invocation ended before the handler answered";
+            span.attribute("error.type", Value::Str("NoAnswer"));
+            span.exception(end, "NoAnswer", message);
+            span.status(StatusCode::Error, message);
             span.finish();
         });
-        spans.send();
+        spans.send(None);
     }
 }
 
@@ -208,41 +223,46 @@ pub fn answered(answer: Answer<'_>) {
         let (Some(spans), Some(server)) = (&invocation.spans, &invocation.server) else {
             return;
         };
-        let mut recorded = server.answer.borrow_mut();
-        if recorded.is_some() {
+        if server.end_at.get().is_some() {
             return;
         }
         let tracer = spans.tracer;
-        let mut bytes = Vec::with_capacity(640);
-        let mut attributes = otlp::Writer::new(&mut bytes);
-        if let Some(id) = answer.invocation_id {
-            attributes.attribute(9, "faas.invocation_id", Value::Str(id));
+        // Written into the batch now, ended with the scope: its end time
+        // is all that is left to set then.
+        let written = spans.write(|out| {
+            let mut span = spans.server_span(out, server, 0);
+            if let Some(id) = answer.invocation_id {
+                span.attribute("faas.invocation_id", Value::Str(id));
+            }
+            if let Some(arn) = answer.function_arn {
+                tracer.function_attributes(arn, |encoded| span.raw(encoded));
+            }
+            // `faas.coldstart` and `ColdStart`.
+            span.raw(tracer.cold_start_attributes(answer.cold_start));
+            span.attribute("http.request.method", Value::Str(answer.method));
+            span.attribute("url.path", Value::Str(answer.path));
+            if let Some(route) = answer.route {
+                span.attribute("http.route", Value::Str(route));
+            }
+            let status = i64::from(answer.status);
+            span.attribute("http.response.status_code", Value::Int(status));
+            span.attribute("Status", Value::Int(status));
+            if let Some(code) = answer.error {
+                span.attribute("ErrorCode", Value::Int(i64::from(code)));
+            }
+            span.raw(tracer.annotations_attribute(answer.error.is_some()));
+            // A server span is an error on a 5xx only (the HTTP
+            // conventions): a 4xx is the client's.
+            if answer.status >= 500 {
+                span.attribute("error.type", Value::Str(&answer.status.to_string()));
+                span.status(StatusCode::Error, "");
+            }
+            span.finish()
+        });
+        // The batch has always stayed: it goes when the scope ends.
+        if let Ok(end_at) = written {
+            server.end_at.set(Some(end_at));
         }
-        if let Some(arn) = answer.function_arn {
-            tracer.function_attributes(arn, |encoded| attributes.raw(encoded));
-        }
-        // `faas.coldstart` and `ColdStart`.
-        attributes.raw(tracer.cold_start_attributes(answer.cold_start));
-        let mut attribute = |key: &str, value: Value<'_>| attributes.attribute(9, key, value);
-        attribute("http.request.method", Value::Str(answer.method));
-        attribute("url.path", Value::Str(answer.path));
-        if let Some(route) = answer.route {
-            attribute("http.route", Value::Str(route));
-        }
-        let status = i64::from(answer.status);
-        attribute("http.response.status_code", Value::Int(status));
-        // A server span is an error on a 5xx only (the HTTP conventions):
-        // a 4xx is the client's.
-        let failed = answer.status >= 500;
-        if failed {
-            attribute("error.type", Value::Str(&answer.status.to_string()));
-        }
-        attribute("Status", Value::Int(status));
-        if let Some(code) = answer.error {
-            attribute("ErrorCode", Value::Int(i64::from(code)));
-        }
-        attributes.raw(tracer.annotations_attribute(answer.error.is_some()));
-        *recorded = Some((bytes, failed));
     });
 }
 

@@ -118,10 +118,11 @@ fn only_a_sampled_header_with_a_well_formed_root_and_parent_is_traced() {
 async fn a_sampled_invocation_sends_its_server_span_with_the_answer_as_attributes() {
     let (tracer, listener) = daemon(false);
 
-    scope_with(Some(tracer), Some(SAMPLED), async {
+    let answered_at = scope_with(Some(tracer), Some(SAMPLED), async {
         answered(answer(409, Some(40901)));
         // Once per invocation, whatever calls it again.
         answered(answer(200, None));
+        daemon::now()
     })
     .await;
 
@@ -162,7 +163,11 @@ async fn a_sampled_invocation_sends_its_server_span_with_the_answer_as_attribute
         )
     );
     assert_eq!(span.span_id.len(), 8);
-    assert!(span.start_time_unix_nano <= span.end_time_unix_nano);
+    assert!(span.start_time_unix_nano <= answered_at);
+    assert!(
+        span.end_time_unix_nano >= answered_at,
+        "it ends with the scope, not with the answer"
+    );
     assert_eq!(span.status, None, "a 409 is the client's");
     assert_eq!(
         attributes(&span.attributes),
@@ -193,6 +198,26 @@ async fn a_5xx_is_an_error_of_the_server_span() {
     let status = span.status.as_ref().expect("a status");
     assert_eq!(status.code, 2, "ERROR");
     assert_eq!(attributes(&span.attributes)["error.type"], "503");
+}
+
+#[tokio::test]
+async fn a_server_span_longer_than_a_two_byte_length_still_ends_with_its_scope() {
+    let (tracer, listener) = daemon(false);
+    let path = format!("/orders/{}", "x".repeat(20_000));
+
+    let answered_at = scope_with(Some(tracer), Some(SAMPLED), async {
+        answered(Answer {
+            path: &path,
+            ..answer(200, None)
+        });
+        daemon::now()
+    })
+    .await;
+
+    let span = &datagrams(&listener)[0].spans[0];
+    assert_eq!(attributes(&span.attributes)["url.path"], path.as_str());
+    assert!(span.start_time_unix_nano <= answered_at);
+    assert!(span.end_time_unix_nano >= answered_at);
 }
 
 #[tokio::test]
