@@ -103,7 +103,7 @@ WARM_BLOCK = 10
 WARM_PROCESSES = 5
 # The same for `rust` and `traced` alone, where a 5 % budget is judged.
 # There one pair of processes read anything from -4 to +15 % of the same
-# cost, so that twenty pairs still left a row's reading a per cent off
+# cost (-22 to +44 % in the committed run), so that twenty pairs still left a row's reading a per cent off
 # either way, and one to three rows of seven over 5 % in every run, a
 # different row each time (docs/performance.md, "Traces"). A hundred
 # pairs, five blocks each, halve that again; they live five at a time a
@@ -119,10 +119,11 @@ def warm_runs(run, subjects, transport, count, events, quota=None, processes=WAR
     of WARM_BLOCK, the subjects taking turns (`turn_order`) and the live
     processes of a subject taking its turns in rotation, so that a change
     of load on the machine touches every subject alike, as the cold starts
-    are interleaved (inside `quota`'s cgroup when given). Each group of live processes
-    takes an equal share of the rounds, then stops, and the next starts.
-    Only one process runs at a time; each one's CPU clock is read around
-    its own blocks, with every worker parked on the Runtime API."""
+    are interleaved (inside `quota`'s cgroup when given). Each group of
+    live processes takes an equal share of the rounds, then stops, and the
+    next starts. Only one process runs at a time; each one's CPU clock is
+    read around its own blocks, with every worker parked on the Runtime
+    API."""
     rounds = -(-count // WARM_BLOCK)
     # No more processes than blocks to give them.
     processes = max(1, min(processes, rounds))
@@ -144,8 +145,8 @@ def warm_runs(run, subjects, transport, count, events, quota=None, processes=WAR
                 ]
                 for fn in fns[subject.name]:
                     fn.start()
-                    # A block untimed, so that a process lived as briefly
-                    # as a pair's is as warm as one that lives long.
+                    # An untimed block first, so that a process living as
+                    # briefly as a pair's is as warm as a long-lived one.
                     for _ in range(WARM_BLOCK):
                         check_created(subject, fn.invoke(events.create())[0])
                     fn.api.wait_next()
