@@ -4,18 +4,17 @@
 
 use std::time::{Duration, Instant};
 
+use lambda_host::ApiPath;
 use lambda_host::deadline;
 use lambda_host::envelope::Repairs;
-use lambda_host::logging::ErrorChain;
-use lambda_host::{Handler, to_json};
+use lambda_host::trace::SpanDetails;
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
-use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response, tracing};
 use serde::Serialize;
 
 use crate::auth::Authenticator;
-use crate::error::{ApiError, Waiting};
+use crate::error::{ApiError, ErrorChain, Waiting};
 use crate::plant::{BodyError, MAX_BODY_BYTES, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
 use crate::telemetry::{Invocation, Telemetry};
@@ -31,18 +30,6 @@ pub struct App<S> {
     store: S,
     authenticator: Authenticator,
     telemetry: Telemetry,
-}
-
-impl<S: PlantStore + 'static> Handler for App<S> {
-    fn call(&self, request: Request) -> impl Future<Output = Response<Body>> + Send {
-        self.handle(request)
-    }
-
-    /// A refresh of the issuer's keys that a request started behind its
-    /// answer.
-    fn settled(&self) -> impl Future<Output = ()> + Send {
-        self.authenticator.settled()
-    }
 }
 
 impl<S: PlantStore> App<S> {
@@ -81,10 +68,13 @@ impl<S: PlantStore> App<S> {
 
         let context = request.lambda_context_ref();
         let request_id = context.map(|context| context.request_id.as_str());
+        // Rare: only a direct invoke's event needs repairs.
         let repairs = request
             .extensions()
             .get::<Repairs>()
-            .filter(|repairs| repairs.any());
+            .filter(|repairs| repairs.any())
+            .map(Repairs::to_string);
+        let path = api_path(&request);
         let (status, body, extra_headers, created, error_code) = match &outcome {
             Ok((plant, created)) => (StatusCode::OK, json(plant), Vec::new(), Some(*created), None),
             Err(err) => {
@@ -104,14 +94,14 @@ impl<S: PlantStore> App<S> {
         self.telemetry.record(&Invocation {
             context,
             method: request.method().as_str(),
-            path: route_path(&request),
+            path,
             status: status.as_u16(),
             error: error_code,
             plant_id: plant_id.map(PlantId::get),
             outcome: created,
             latency: started.elapsed(),
             store_latency,
-            envelope: repairs,
+            envelope: repairs.as_deref(),
         });
 
         let mut response = Response::new(Body::from(body));
@@ -124,6 +114,15 @@ impl<S: PlantStore> App<S> {
             headers.insert(X_REQUEST_ID, id);
         }
         headers.extend(extra_headers);
+        // The SERVER span's route (none matched a 404's path) and error code.
+        let mut span = SpanDetails::default();
+        if path == PLANTS_PATH {
+            span = span.route(PLANTS_PATH);
+        }
+        if let Some(code) = error_code {
+            span = span.annotate("ErrorCode", code);
+        }
+        response.extensions_mut().insert(span);
         response
     }
 
@@ -135,7 +134,7 @@ impl<S: PlantStore> App<S> {
         request: &Request,
         progress: &mut Progress,
     ) -> Result<(Plant, Created), ApiError> {
-        if route_path(request) != PLANTS_PATH {
+        if api_path(request) != PLANTS_PATH {
             return Err(ApiError::NotFound);
         }
         if request.method() != Method::POST {
@@ -192,64 +191,13 @@ impl Progress {
     }
 }
 
-/// The path the client asked for, relative to the API, whatever the front
-/// door:
-/// - REST APIs give the path without the stage, but HTTP APIs on a named
-///   stage put the stage in `rawPath`: strip it, so `/prod/plants` routes
-///   like `/plants`.
-/// - Behind a custom domain, API Gateway leaves the API mapping key in the
-///   path (`/v1/plants`, `/orders/v1/plants`) and says nowhere what the key
-///   was, but it names the route that matched (`routeKey` `POST /plants`,
-///   `resource` `/plants`). When that route is a literal path and the
-///   request's path is whole segments followed by it, the route is what the
-///   client asked for. A `$default` route or a `{proxy+}` resource names no
-///   path, so behind those only `/plants` itself is ours.
-fn route_path(request: &Request) -> &str {
-    let raw = match request.raw_http_path() {
-        "" => request.uri().path(),
-        raw => raw,
-    };
-    let (stage, route) = match request.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(context)) => (
-            context.stage.as_deref(),
-            context
-                .route_key
-                .as_deref()
-                .and_then(|key| key.split_once(' '))
-                .map(|(_method, path)| path),
-        ),
-        Some(RequestContext::ApiGatewayV1(context)) => {
-            (context.stage.as_deref(), context.resource_path.as_deref())
-        }
-        _ => (None, None),
-    };
-    let path = match stage {
-        Some(stage) if stage != "$default" => raw
-            .strip_prefix('/')
-            .and_then(|rest| rest.strip_prefix(stage))
-            .filter(|rest| rest.starts_with('/'))
-            .unwrap_or(raw),
-        _ => raw,
-    };
-    match route {
-        Some(route) if is_literal_route(route) => match path.strip_suffix(route) {
-            Some(mapping_key) if is_whole_segments(mapping_key) => route,
-            _ => path,
-        },
-        _ => path,
-    }
-}
-
-/// A route with no path parameter, greedy or not.
-fn is_literal_route(route: &str) -> bool {
-    route.starts_with('/') && !route.contains('{')
-}
-
-/// `/v1`, `/orders/v1`: one or more non-empty segments.
-fn is_whole_segments(prefix: &str) -> bool {
-    prefix
-        .strip_prefix('/')
-        .is_some_and(|rest| rest.split('/').all(|segment| !segment.is_empty()))
+/// The path the client asked of the API, whatever the front door (the
+/// host works it out: no stage, no custom domain's mapping key).
+fn api_path(request: &Request) -> &str {
+    request
+        .extensions()
+        .get::<ApiPath>()
+        .map_or_else(|| request.uri().path(), ApiPath::as_str)
 }
 
 /// `application/json`, in any case, with optional parameters; a `charset`
@@ -277,7 +225,8 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// Our bodies are plain structs of strings and integers, which cannot fail
 /// to serialize; the fallback keeps this path free of panics regardless.
 fn json<T: Serialize>(value: &T) -> String {
-    to_json(value, r#"{"error":50001,"message":"internal error"}"#)
+    serde_json::to_string(value)
+        .unwrap_or_else(|_| r#"{"error":50001,"message":"internal error"}"#.to_owned())
 }
 
 #[cfg(test)]

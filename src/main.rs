@@ -1,27 +1,34 @@
 //! Wiring only: the function's settings, the DynamoDB client, the work of
 //! init (the pre-warm, the issuer's keys), then the host's loop.
 
+use std::convert::Infallible;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use lambda_host::sdk::{self, Trust};
-use lambda_http::{Error, tracing};
+use lambda_http::{Body, Error, Request, Response, Service, service_fn, tracing};
 use plant_store::config::Config;
 use plant_store::handler::App;
 use plant_store::store::{DynamoStore, with_budgets};
 use plant_store::telemetry::{Stdout, Telemetry};
 
 fn main() -> ExitCode {
-    lambda_host::run(|| {
+    lambda_host::start(|| {
         let config = Config::from_env()?;
         let trust = Trust::from_env()?;
         Ok::<_, Error>(init(config, trust))
     })
 }
 
-async fn init(config: Config, trust: Trust) -> Result<App<DynamoStore>, Error> {
-    lambda_host::trace::start(&config.telemetry.service);
-
+/// The function as the host serves it: each worker's clone shares the app.
+async fn init(
+    config: Config,
+    trust: Trust,
+) -> Result<
+    impl Service<Request, Response = Response<Body>, Error = Infallible, Future: Send> + Clone + Send,
+    Error,
+> {
     // The SDK's futures are large: boxed, their temporaries stay out of
     // this frame, whose every page a cold start would otherwise touch
     // (docs/performance.md, "Smaller stack frames").
@@ -30,6 +37,10 @@ async fn init(config: Config, trust: Trust) -> Result<App<DynamoStore>, Error> {
 
     // With JWTs on, the issuer's keys are fetched during init too, while
     // the pre-warm runs: both mostly wait on the network.
+    // Refreshes of the keys behind a request end before a freeze.
+    config.authenticator.spawn_fetches_with(|fetch| {
+        lambda_host::spawn(fetch);
+    });
     let authenticator = config.authenticator.clone();
     let keys = tokio::spawn(async move { authenticator.prepare().await });
     if config.prewarm {
@@ -51,7 +62,11 @@ async fn init(config: Config, trust: Trust) -> Result<App<DynamoStore>, Error> {
     }
 
     let telemetry = Telemetry::new(config.telemetry, Stdout);
-    Ok(App::new(store, config.authenticator).with_telemetry(telemetry))
+    let app = Arc::new(App::new(store, config.authenticator).with_telemetry(telemetry));
+    Ok(service_fn(move |request| {
+        let app: Arc<App<DynamoStore>> = Arc::clone(&app);
+        async move { Ok(app.handle(request).await) }
+    }))
 }
 
 /// The DynamoDB client, with the store's time budgets and the host's trace

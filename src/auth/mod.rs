@@ -14,7 +14,7 @@ use std::fmt;
 use lambda_http::http::header::{AUTHORIZATION, HeaderMap};
 use lambda_http::tracing;
 
-use self::jwt::{Failure, JwtVerifier, Misconfigured};
+use self::jwt::{Failure, JwtVerifier, Misconfigured, Spawn};
 pub use self::static_tokens::{InvalidDigest, StaticTokens};
 
 /// Why a request is not allowed through. Each variant is one `error` code.
@@ -167,11 +167,17 @@ impl Authenticator {
         }
     }
 
+    /// Spawns the fetches of the issuer's keys with `spawn` (the host's,
+    /// which ends work behind an answer before the environment is frozen)
+    /// rather than `tokio::spawn`.
+    pub fn spawn_fetches_with(&self, spawn: Spawn) {
+        if let Some(jwt) = &self.jwt {
+            jwt.spawn_fetches_with(spawn);
+        }
+    }
+
     /// Resolves once no fetch of the issuer's keys is under way: at once,
-    /// unless a refresh started behind a request is still running. On
-    /// classic Lambda, awaited between an answer and the next `next`, it
-    /// lets that refresh end before the environment is frozen; the client
-    /// has its answer already.
+    /// unless a refresh started behind a request is still running.
     pub async fn settled(&self) {
         if let Some(jwt) = &self.jwt {
             jwt.settled().await;

@@ -17,8 +17,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use lambda_http::{Context, tracing};
 
 use crate::store::Created;
-use lambda_host::envelope::Repairs;
-use lambda_host::{append_json, trace};
 
 mod emf;
 mod settings;
@@ -61,8 +59,8 @@ pub struct Invocation<'a> {
     pub latency: Duration,
     /// The DynamoDB call, when one was made.
     pub store_latency: Option<Duration>,
-    /// What the platform's envelope decoder set aside, if anything.
-    pub envelope: Option<&'a Repairs>,
+    /// What the host's envelope decoder set aside, if anything, in words.
+    pub envelope: Option<&'a str>,
 }
 
 /// The per-process telemetry state: the settings, the metrics sink, and
@@ -108,7 +106,7 @@ impl Telemetry {
         let cold_start = self.cold.swap(false, Ordering::Relaxed);
         let context = invocation.context;
         let request_id = context.map(|context| context.request_id.as_str());
-        let trace_id = context.and_then(|context| trace::root(context.xray_trace_id.as_deref()?));
+        let trace_id = context.and_then(|context| trace_root(context.xray_trace_id.as_deref()?));
         let latency_ms = millis(invocation.latency);
         tracing::info!(
             request_id,
@@ -128,20 +126,9 @@ impl Telemetry {
             function_request_id = request_id,
             xray_trace_id = trace_id,
             tenant_id = context.and_then(|context| context.tenant_id.as_deref()),
-            envelope = invocation.envelope.map(tracing::field::display),
+            envelope = invocation.envelope,
             "request"
         );
-        trace::answered(trace::Answer {
-            cold_start,
-            status: invocation.status,
-            error: invocation.error,
-            method: invocation.method,
-            path: invocation.path,
-            // No route matched a 404's path.
-            route: (invocation.status != 404).then_some(invocation.path),
-            invocation_id: request_id,
-            function_arn: context.map(|context| context.invoked_function_arn.as_str()),
-        });
         if !self.settings.metrics {
             return;
         }
@@ -157,11 +144,20 @@ impl Telemetry {
         let mut line = Vec::with_capacity(1024);
         // A document that cannot be written goes nowhere: a partial line
         // must not reach CloudWatch.
-        if append_json(&document, &mut line) {
+        if serde_json::to_writer(&mut line, &document).is_ok() {
             line.push(b'\n');
             self.sink.write_line(&line);
         }
     }
+}
+
+/// The trace id X-Ray shows (`1-…-…`): the `Root` of Lambda's trace
+/// header, as Powertools logs it.
+fn trace_root(header: &str) -> Option<&str> {
+    header
+        .split(';')
+        .find_map(|part| part.trim().strip_prefix("Root="))
+        .filter(|root| !root.is_empty())
 }
 
 #[cfg(test)]

@@ -1,18 +1,16 @@
-//! The smallest function on the host: answers every request with its path.
+//! The smallest function on the host: a `service_fn`, as for
+//! `lambda_http::run`, that answers every request with the path the client
+//! asked of the API (without the stage or a custom domain's mapping key).
 
-use std::process::ExitCode;
+use lambda_host::ApiPath;
+use lambda_http::{Body, Error, Request, Response, service_fn};
 
-use lambda_host::handler_fn;
-use lambda_http::{Body, Request, Response};
+async fn hello(request: Request) -> Result<Response<Body>, Error> {
+    let path = request.extensions().get::<ApiPath>().map_or("/", ApiPath::as_str);
+    Ok(Response::new(Body::from(format!("hello from {path}"))))
+}
 
-fn main() -> ExitCode {
-    lambda_host::run(|| {
-        // Read the function's settings here; an `Err` stops it with one line.
-        Ok::<_, lambda_http::Error>(async {
-            // Build clients here (`lambda_host::sdk::load`), once.
-            Ok(handler_fn(|request: Request| async move {
-                Response::new(Body::from(format!("hello from {}", request.uri().path())))
-            }))
-        })
-    })
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_host::run(service_fn(hello)).await
 }

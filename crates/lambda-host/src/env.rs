@@ -91,8 +91,70 @@ impl Concurrency {
     }
 }
 
+/// Lambda's environment, read once at start-up: what the host's modules
+/// are handed, rather than each reading variables of its own.
+#[derive(Debug, Clone)]
+pub(crate) struct LambdaEnv {
+    pub runtime_api: Result<Uri, StartError>,
+    pub function: Result<FunctionConfig, StartError>,
+    pub concurrency: Result<Concurrency, StartError>,
+    /// `AWS_LAMBDA_LOG_FORMAT` is `JSON`.
+    pub log_json: bool,
+    /// `AWS_LAMBDA_LOG_LEVEL`, as set.
+    pub log_level: Option<String>,
+    /// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set (to anything), as
+    /// `lambda_http` reads it: a REST API's stage stays out of the URI.
+    pub ignore_stage_in_path: bool,
+    /// What the tracer needs.
+    pub trace: crate::trace::Environment,
+}
+
+impl LambdaEnv {
+    pub(crate) fn read() -> Self {
+        let get = |name| {
+            std::env::var(name)
+                .ok()
+                .filter(|value: &String| !value.is_empty())
+        };
+        Self {
+            runtime_api: runtime_api(),
+            function: function_config(),
+            concurrency: Concurrency::from_env(),
+            log_json: get("AWS_LAMBDA_LOG_FORMAT").is_some_and(|format| format.eq_ignore_ascii_case("json")),
+            log_level: get("AWS_LAMBDA_LOG_LEVEL"),
+            ignore_stage_in_path: std::env::var_os(IGNORE_STAGE_IN_PATH).is_some(),
+            trace: crate::trace::Environment {
+                daemon_address: get(DAEMON_ADDRESS).filter(|value| !value.trim().is_empty()),
+                service_name: get("OTEL_SERVICE_NAME").or_else(|| get("POWERTOOLS_SERVICE_NAME")),
+                region: get("AWS_REGION"),
+                function_name: get("AWS_LAMBDA_FUNCTION_NAME"),
+                function_version: get("AWS_LAMBDA_FUNCTION_VERSION"),
+                log_stream_name: get("AWS_LAMBDA_LOG_STREAM_NAME"),
+                log_group_name: get("AWS_LAMBDA_LOG_GROUP_NAME"),
+                // Only `true` turns it on, as in ADOT.
+                application_signals: get(APPLICATION_SIGNALS)
+                    .is_some_and(|value| value.trim().eq_ignore_ascii_case("true")),
+            },
+        }
+    }
+}
+
+/// Where Lambda says its X-Ray daemon (now its OTLP-over-UDP endpoint too)
+/// listens, when the function has active tracing.
+pub(crate) const DAEMON_ADDRESS: &str = "AWS_XRAY_DAEMON_ADDRESS";
+
+/// ADOT's switch for Application Signals: when `true`, invocations Lambda
+/// did not sample send their spans too, marked `T1U`, so that Application
+/// Signals counts every request.
+pub(crate) const APPLICATION_SIGNALS: &str = "OTEL_AWS_APPLICATION_SIGNALS_ENABLED";
+
+const IGNORE_STAGE_IN_PATH: &str = "AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH";
+
+/// The PEM file the other AWS SDKs and the CLI read for their trust.
+pub(crate) const CA_BUNDLE: &str = "AWS_CA_BUNDLE";
+
 /// The Runtime API's address, from `AWS_LAMBDA_RUNTIME_API`.
-pub(crate) fn runtime_api() -> Result<Uri, StartError> {
+fn runtime_api() -> Result<Uri, StartError> {
     let address = std::env::var(RUNTIME_API).map_err(|_| StartError::Missing(RUNTIME_API))?;
     endpoint(&address).ok_or(StartError::Invalid(RUNTIME_API))
 }
@@ -111,10 +173,9 @@ fn endpoint(address: &str) -> Option<Uri> {
         .filter(|uri| uri.host().is_some_and(|host| !host.is_empty()))
 }
 
-/// The function's name, memory, version and log names, read once
-/// (`lambda_runtime`'s own `Config::from_env` panics where this returns an
-/// error).
-pub(crate) fn function_config() -> Result<FunctionConfig, StartError> {
+/// The function's name, memory, version and log names (`lambda_runtime`'s
+/// own `Config::from_env` panics where this returns an error).
+fn function_config() -> Result<FunctionConfig, StartError> {
     let var = |name: &'static str| std::env::var(name).map_err(|_| StartError::Missing(name));
     Ok(FunctionConfig {
         function_name: var("AWS_LAMBDA_FUNCTION_NAME")?,
@@ -127,44 +188,9 @@ pub(crate) fn function_config() -> Result<FunctionConfig, StartError> {
     })
 }
 
-/// Lambda's advanced logging controls: JSON lines or text, and the level.
-pub(crate) fn log_controls() -> (bool, Option<String>) {
-    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|format| format.eq_ignore_ascii_case("json"));
-    (json, std::env::var("AWS_LAMBDA_LOG_LEVEL").ok())
-}
-
-/// `AWS_CA_BUNDLE`, the PEM file the other AWS SDKs and the CLI read, when
-/// set and not empty.
+/// `AWS_CA_BUNDLE`, when set and not empty.
 pub(crate) fn ca_bundle() -> Option<OsString> {
-    std::env::var_os(crate::sdk::CA_BUNDLE).filter(|path| !path.is_empty())
-}
-
-/// `AWS_XRAY_DAEMON_ADDRESS`, where Lambda's X-Ray daemon listens when the
-/// function has active tracing: `None` when unset (tracing is off).
-pub(crate) fn daemon_address() -> Option<String> {
-    std::env::var(crate::trace::DAEMON_ADDRESS)
-        .ok()
-        .filter(|value| !value.trim().is_empty())
-}
-
-/// What the spans' resource says of the function, as ADOT's Lambda layer
-/// sets `OTEL_RESOURCE_ATTRIBUTES` from Lambda's variables, and ADOT's
-/// switch for Application Signals (only `true` turns it on, as in ADOT).
-pub(crate) fn tracing() -> crate::trace::Environment {
-    let get = |name| {
-        std::env::var(name)
-            .ok()
-            .filter(|value: &String| !value.is_empty())
-    };
-    crate::trace::Environment {
-        region: get("AWS_REGION"),
-        function_name: get("AWS_LAMBDA_FUNCTION_NAME"),
-        function_version: get("AWS_LAMBDA_FUNCTION_VERSION"),
-        log_stream_name: get("AWS_LAMBDA_LOG_STREAM_NAME"),
-        log_group_name: get("AWS_LAMBDA_LOG_GROUP_NAME"),
-        application_signals: get(crate::trace::APPLICATION_SIGNALS)
-            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true")),
-    }
+    std::env::var_os(CA_BUNDLE).filter(|path| !path.is_empty())
 }
 
 /// A variable the AWS SDK reads itself (credentials, region), so that

@@ -1,5 +1,4 @@
-//! JSON out of the request path without a panic: one serialiser for an
-//! answer's body and for a line written beside it.
+//! JSON out of the request path without a panic.
 
 use serde::Serialize;
 
@@ -11,18 +10,6 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T, fallback: &'static str) -> St
     serde_json::to_string(value).unwrap_or_else(|_| fallback.to_owned())
 }
 
-/// `value` as JSON text appended to `out`, for a line built in a buffer of
-/// the caller's size and written at once. `false`, and `out` as it was, if
-/// it cannot be written: never part of a document.
-pub fn append<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> bool {
-    let start = out.len();
-    let written = serde_json::to_writer(&mut *out, value).is_ok();
-    if !written {
-        out.truncate(start);
-    }
-    written
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -30,14 +17,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn what_cannot_be_written_leaves_the_buffer_as_it_was() {
-        let mut out = b"kept".to_vec();
+    fn what_cannot_be_written_is_the_fallback() {
         let unwritable = BTreeMap::from([((1, 2), "a key that is not a string")]);
-        assert!(!append(&unwritable, &mut out));
-        assert_eq!(out, b"kept");
         assert_eq!(to_string(&unwritable, "{}"), "{}");
-
-        assert!(append(&BTreeMap::from([("a", 1)]), &mut out));
-        assert_eq!(out, br#"kept{"a":1}"#);
+        assert_eq!(to_string(&BTreeMap::from([("a", 1)]), "{}"), r#"{"a":1}"#);
     }
 }

@@ -1,19 +1,26 @@
-//! A host for Rust HTTP functions on AWS Lambda, built on `lambda_http`'s
-//! types: the request is an `http::Request`, the answer an
-//! `http::Response`, whatever front door sent the event (API Gateway REST
-//! and HTTP APIs, Application Load Balancers, function URLs).
+//! A host for Rust HTTP functions on AWS Lambda, in `lambda_http`'s terms:
+//! the function is a `tower::Service` of `lambda_http::Request`s (an axum
+//! `Router`, a `service_fn`, a `ServiceBuilder` stack), whatever front door
+//! sent the event (API Gateway REST and HTTP APIs, Application Load
+//! Balancers, function URLs). A function that runs with
+//! `lambda_http::run(service).await` runs here with
+//! `lambda_host::run(service).await`.
 //!
 //! What it adds to `lambda_http::run`, for a function that must not lose
 //! an answer or a process:
 //! - an invocation loop that keeps a warm process's memory flat, serves
-//!   Lambda Managed Instances' concurrent invocations, and contains every
-//!   fault to the invocation it hits ([`Lambda::serve`]);
+//!   Lambda Managed Instances' concurrent invocations (any `Clone` service,
+//!   an axum `Router` among them), and contains every fault (a panic, an
+//!   `Err`) to the invocation it hits ([`Lambda::serve`]);
 //! - front-door events decoded without the panics of `lambda_http`'s own
-//!   conversion ([`envelope`]);
-//! - each invocation's deadline, kept by the handler and, as a backstop, by
-//!   the loop ([`deadline`]);
-//! - each invocation's trace header on every AWS SDK request it makes, and
-//!   its spans when Lambda samples it ([`trace`]);
+//!   conversion ([`envelope`]), and the path the client asked of the API,
+//!   without stage or mapping key ([`ApiPath`]);
+//! - each invocation's deadline, kept by the loop as a backstop
+//!   ([`deadline`]), and work behind an answer that ends before the
+//!   environment is frozen ([`spawn`]);
+//! - OpenTelemetry traces as ADOT sends them on Lambda, with nothing to
+//!   set up: the SERVER span of each sampled invocation, a CLIENT span per
+//!   AWS SDK call, and the function's own `tracing` spans ([`trace`]);
 //! - Lambda's logging controls, without ever writing a raw event
 //!   ([`logging`]), and the AWS SDK's configuration built as a cold start
 //!   wants it ([`sdk`]).
@@ -26,8 +33,8 @@
 
 #![warn(missing_docs)]
 
+mod behind;
 mod env;
-mod handler;
 mod json;
 mod runtime;
 mod start;
@@ -38,8 +45,8 @@ pub mod logging;
 pub mod sdk;
 pub mod trace;
 
+pub use self::behind::spawn;
 pub use self::env::{Concurrency, StartError};
-pub use self::handler::{Handler, HandlerFn, handler_fn};
-pub use self::json::{append as append_json, to_string as to_json};
+pub use self::envelope::ApiPath;
 pub use self::runtime::Lambda;
-pub use self::start::run;
+pub use self::start::{run, start};

@@ -9,25 +9,23 @@ use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::tracing::subscriber::util::SubscriberInitExt;
 use lambda_http::tracing::subscriber::{self, fmt};
 
+use crate::env::LambdaEnv;
+
 /// `lambda_runtime` logs every raw invocation payload at TRACE under this
 /// target; we cap it at DEBUG so a bearer token can never reach the logs.
 const RAW_EVENT_TARGET: &str = "lambda_runtime::layers::api_response";
 
-/// Installs the global subscriber; [`crate::run`] calls it first.
-pub(crate) fn init() {
-    let (json, level) = crate::env::log_controls();
-    install(json, level.as_deref(), std::io::stdout);
-}
-
-fn install<W>(json: bool, level: Option<&str>, writer: W)
-where
-    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
-{
-    if json {
-        json_subscriber(level, writer).init();
+/// Installs the host's subscriber as the global one, unless the function
+/// installed its own first (which is then kept, as it is: a library never
+/// panics because a subscriber is there).
+pub(crate) fn init(env: &LambdaEnv) {
+    let level = env.log_level.as_deref();
+    // `try_init` fails only when a subscriber is installed already.
+    let _ = if env.log_json {
+        json_subscriber(level, std::io::stdout).try_init()
     } else {
-        builder(level, writer).init();
-    }
+        builder(level, std::io::stdout).finish().try_init()
+    };
 }
 
 /// The JSON subscriber that [`crate::run`] installs when Lambda asks for
@@ -81,22 +79,6 @@ fn filter(level: Option<&str>) -> EnvFilter {
     };
     let capped = level.min(LevelFilter::DEBUG);
     EnvFilter::builder().parse_lossy(format!("{level},{RAW_EVENT_TARGET}={capped}"))
-}
-
-/// An error with its whole source chain on one line, for the log.
-#[derive(Debug, Clone, Copy)]
-pub struct ErrorChain<'a>(pub &'a dyn std::error::Error);
-
-impl std::fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(err) = source {
-            write!(f, ": {err}")?;
-            source = err.source();
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::jwks::{JwksDocument, VerifyingKey};
-use lambda_host::logging::ErrorChain;
+use crate::error::ErrorChain;
 
 const USER_AGENT_VALUE: &str = concat!("plant-store/", env!("CARGO_PKG_VERSION"));
 

@@ -11,11 +11,12 @@
 //! its deadline loses nothing.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::{Algorithm, DecodingKey};
-use lambda_http::tracing;
+use lambda_http::tracing::{self, Instrument};
 use tokio::sync::watch;
 
 use super::fetch::{ClientError, FetchError, FetchUrl, Fetched, JwksFetcher, JwksSource};
@@ -118,7 +119,14 @@ struct Shared {
     /// The count of completed fetches (`CacheState::attempts`), sent after
     /// each: what requests waiting for a fetch wait on.
     completed: watch::Sender<u64>,
+    /// How fetches are spawned, when `main` says: `tokio::spawn` otherwise.
+    spawn: OnceLock<Spawn>,
 }
+
+/// Spawns a task: what `main` hands the key cache so that its fetches run
+/// as its host runs work behind an answer (on classic Lambda, ended before
+/// the environment is frozen).
+pub type Spawn = fn(Pin<Box<dyn Future<Output = ()> + Send>>);
 
 #[derive(Default)]
 struct CacheState {
@@ -281,8 +289,14 @@ impl KeyCache {
                 policy,
                 state: RwLock::default(),
                 completed,
+                spawn: OnceLock::new(),
             }),
         })
+    }
+
+    /// Spawns fetches with `spawn` from now on; a second call changes nothing.
+    pub(super) fn spawn_with(&self, spawn: Spawn) {
+        let _ = self.shared.spawn.set(spawn);
     }
 
     /// Fetches the keys once, during init, so that the first requests find
@@ -327,11 +341,8 @@ impl KeyCache {
         lookup
     }
 
-    /// Resolves once no fetch is under way: at once, nearly always. For the
-    /// invocation loop to await after an answer and before asking for the
-    /// next invocation on classic Lambda, where a refresh still running
-    /// when the environment is frozen would resume, and time out, only at
-    /// the next thaw; and for tests.
+    /// Resolves once no fetch is under way: at once, nearly always. For
+    /// init, and for tests.
     pub(super) async fn settled(&self) {
         let mut completed = self.shared.completed.subscribe();
         let attempts = {
@@ -397,12 +408,13 @@ impl KeyCache {
             purpose,
             done: false,
         };
-        let run = fetch.run(state.jwks_uri.clone());
-        match purpose {
-            // A request waits for it: its trace shows the fetch.
-            Purpose::Request => runtime.spawn(lambda_host::trace::carried(lambda_host::trace::carry(), run)),
-            Purpose::Init | Purpose::Refresh => runtime.spawn(run),
-        };
+        // In the span of the request that started it: its trace shows the
+        // fetch.
+        let run = fetch.run(state.jwks_uri.clone()).in_current_span();
+        match self.shared.spawn.get() {
+            Some(spawn) => spawn(Box::pin(run)),
+            None => drop(runtime.spawn(run)),
+        }
         true
     }
 }

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use self::fetch::JwksSource;
 pub use self::fetch::{ClientError, FetchUrl};
-pub use self::keys::{JwksPolicy, Misconfigured, RETRY_INTERVAL};
+pub use self::keys::{JwksPolicy, Misconfigured, RETRY_INTERVAL, Spawn};
 use self::keys::{KeyCache, Lookup};
 
 /// The scope a token needs when `PLANTS_JWT_SCOPE` is not set.
@@ -193,6 +193,11 @@ impl JwtVerifier {
     /// document that contradicts the settings is.
     pub async fn prepare(&self) -> Result<(), Misconfigured> {
         self.inner.keys.prepare().await
+    }
+
+    /// Spawns the fetches of the issuer's keys with `spawn`.
+    pub fn spawn_fetches_with(&self, spawn: Spawn) {
+        self.inner.keys.spawn_with(spawn);
     }
 
     /// Resolves once no fetch of the issuer's keys is under way.

@@ -260,7 +260,7 @@ pub(crate) fn server_attributes(
     sampled: bool,
 ) -> Value {
     let mut expected = json!({
-        "faas.trigger": "http", "aws.local.service": "plant-store", "aws.local.operation": "plants/FunctionHandler",
+        "faas.trigger": "http", "aws.local.service": "plants", "aws.local.operation": "plants/FunctionHandler",
         "aws.span.kind": "LOCAL_ROOT", "aws.trace.flag.sampled": sampled,
         "faas.invocation_id": request_id, "cloud.resource_id": FUNCTION_ARN, "cloud.account.id": "123456789012",
         "faas.coldstart": cold, "http.request.method": "POST", "url.path": "/plants", "http.route": "/plants",
@@ -284,7 +284,7 @@ fn put_attributes(table: &str, region: &str, sampled: bool) -> Value {
     json!({
         "rpc.system": "aws-api", "rpc.service": "DynamoDB", "rpc.method": "PutItem", "aws.region": region,
         "db.system": "dynamodb", "db.operation": "PutItem", "aws.dynamodb.table_names": [table],
-        "aws.local.service": "plant-store", "aws.local.operation": "plants/FunctionHandler",
+        "aws.local.service": "plants", "aws.local.operation": "plants/FunctionHandler",
         "aws.span.kind": "CLIENT", "aws.trace.flag.sampled": sampled,
         "aws.remote.service": "AWS::DynamoDB", "aws.remote.operation": "PutItem",
         "aws.remote.resource.type": "AWS::DynamoDB::Table", "aws.remote.resource.identifier": table,
@@ -294,13 +294,15 @@ fn put_attributes(table: &str, region: &str, sampled: bool) -> Value {
 
 /// The resource every datagram of the built function carries, under the
 /// stand-in Runtime API's Lambda variables.
+/// With `POWERTOOLS_SERVICE_NAME` and `OTEL_SERVICE_NAME` unset, the
+/// service is the function's name, as ADOT names it.
 pub(crate) fn resource() -> Value {
     json!({
-        "service.name": "plant-store", "telemetry.sdk.name": "lambda-host", "telemetry.sdk.language": "rust",
+        "service.name": "plants", "telemetry.sdk.name": "lambda-host", "telemetry.sdk.language": "rust",
         "telemetry.sdk.version": host_version(), "cloud.provider": "aws",
         "cloud.platform": "aws_lambda", "cloud.region": "us-east-1", "faas.name": "plants",
         "faas.version": "1", "faas.instance": "test", "aws.log.group.names": "/aws/lambda/plants",
-        "aws.local.service": "plant-store",
+        "aws.local.service": "plants",
     })
 }
 

@@ -17,22 +17,40 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use url::Url;
 
-use super::{Decoded, FrontDoor, MAX_HEADER_NAMES, Repairs, Unsupported, UnsupportedEvent};
+use super::{ApiPath, Decoded, FrontDoor, MAX_HEADER_NAMES, Repairs, Unsupported, UnsupportedEvent};
 
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
-/// Parses an invocation's payload into a request. [`Repairs`] is attached
-/// to the request as an extension. The loop calls it on every event; a
-/// function's tests call it to build, from a front door's event, the very
-/// request their handler will be given.
+/// Parses an invocation's payload into a request, its URI's path with the
+/// stage in it (`lambda_http`'s default). [`Repairs`] and [`ApiPath`] are
+/// attached to the request as extensions. A function's tests call it to
+/// build, from a front door's event, the very request their handler will
+/// be given.
 pub fn decode(payload: &[u8]) -> Result<Decoded, UnsupportedEvent> {
+    decode_with(payload, Stage::InPath)
+}
+
+/// Whether a REST API's stage goes into the URI's path, as
+/// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` decides for `lambda_http`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    InPath,
+    Ignored,
+}
+
+/// [`decode`], with the stage as the environment asked: what the loop calls
+/// on every event.
+pub(crate) fn decode_with(payload: &[u8], stage: Stage) -> Result<Decoded, UnsupportedEvent> {
     let mut repairs = Repairs::default();
     let (mut request, origin) = match read(payload).map_err(UnsupportedEvent)? {
-        Event::RestApi(event) => (rest_api(event, &mut repairs), FrontDoor::RestApi),
-        Event::HttpApi(event) => (http_api(event, &mut repairs), FrontDoor::HttpApi),
+        Event::RestApi(event) => (rest_api(event, stage, &mut repairs), FrontDoor::RestApi),
+        Event::HttpApi(event) => (http_api(event, stage, &mut repairs), FrontDoor::HttpApi),
         Event::Alb(event) => (alb(event, &mut repairs), FrontDoor::Alb),
     };
-    request.extensions_mut().insert(repairs);
+    let path = ApiPath::of(&request);
+    let extensions = request.extensions_mut();
+    extensions.insert(repairs);
+    extensions.insert(path);
     Ok(Decoded { request, origin })
 }
 
@@ -143,13 +161,16 @@ impl<'de> Visitor<'de> for CountNames {
 
 /// API Gateway HTTP API (payload 2.0) and function URLs: the raw query
 /// string as the client sent it, cookies apart.
-fn http_api(event: ApiGatewayV2httpRequest, repairs: &mut Repairs) -> Request {
+fn http_api(event: ApiGatewayV2httpRequest, stage: Stage, repairs: &mut Repairs) -> Request {
     let mut context = event.request_context;
     let mut headers = event.headers;
     let mut raw_path = event.raw_path.unwrap_or_default();
     let raw_query = event.raw_query_string;
     let location = locate(
-        &with_stage(context.stage.as_deref(), &raw_path),
+        &with_stage(
+            context.stage.as_deref().filter(|_| stage == Stage::InPath),
+            &raw_path,
+        ),
         origin(&headers, context.domain_name.as_deref()),
         raw_query.as_deref().unwrap_or_default(),
     );
@@ -193,7 +214,7 @@ fn http_api(event: ApiGatewayV2httpRequest, repairs: &mut Repairs) -> Request {
 }
 
 /// API Gateway REST API (payload 1.0).
-fn rest_api(event: ApiGatewayProxyRequest, repairs: &mut Repairs) -> Request {
+fn rest_api(event: ApiGatewayProxyRequest, stage: Stage, repairs: &mut Repairs) -> Request {
     let mut context = event.request_context;
     let mut raw_path = event.path.unwrap_or_default();
     let parameters = preferred(
@@ -201,7 +222,10 @@ fn rest_api(event: ApiGatewayProxyRequest, repairs: &mut Repairs) -> Request {
         event.query_string_parameters,
     );
     let location = locate(
-        &with_stage(context.stage.as_deref(), &raw_path),
+        &with_stage(
+            context.stage.as_deref().filter(|_| stage == Stage::InPath),
+            &raw_path,
+        ),
         origin(&event.headers, context.domain_name.as_deref()),
         &parameters.to_query_string(),
     );

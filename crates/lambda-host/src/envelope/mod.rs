@@ -9,8 +9,10 @@
 //! the JSON `lambda_http` writes (`tests/host/front_doors.rs` holds both);
 //! where `lambda_http` would panic, [`decode`] sets the field aside and
 //! records it in [`Repairs`], for the handler to answer with its own error.
-//! The URI keeps the stage, as `lambda_http` does by default
-//! (`AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is not read).
+//! The URI keeps a REST API's stage, as `lambda_http` does unless
+//! `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set (read once, at start);
+//! the path the client asked of the API, without stage or mapping key, is
+//! the request's [`ApiPath`].
 
 use std::fmt;
 
@@ -18,9 +20,12 @@ use lambda_http::Request;
 
 mod decode;
 mod encode;
+mod path;
 
 pub use self::decode::decode;
+pub(crate) use self::decode::{Stage, decode_with};
 pub use self::encode::encode;
+pub use self::path::ApiPath;
 
 /// `http::HeaderMap` holds at most 24,576 names and panics past them, in
 /// `aws_lambda_events`' header reader, before any of our code runs: an

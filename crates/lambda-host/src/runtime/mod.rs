@@ -1,4 +1,4 @@
-//! The invocation loop: `GET …/invocation/next`, run the handler, `POST
+//! The invocation loop: `GET …/invocation/next`, call the service, `POST
 //! …/response` (or `…/error`), for the life of the process; on Lambda
 //! Managed Instances (`AWS_LAMBDA_MAX_CONCURRENCY`), that many loops at
 //! once, each answering its own invocation.
@@ -6,24 +6,28 @@
 //! Ours rather than `lambda_runtime`'s, whose loop writes the process
 //! environment on every invocation and so grows a warm process without
 //! bound (docs/upstream/lambda-runtime-trace-id-leak.md). A fault costs at
-//! most the invocation it hits: a panic, an event that cannot be decoded,
-//! a handler still running at the deadline each fail that one invocation
+//! most the invocation it hits: a panic, an `Err`, an event that cannot be
+//! decoded, a service still running at the deadline each fail that one invocation
 //! and the worker serves on (`worker.rs`). A Runtime API that stays
 //! unreachable stops every worker, and the process exits so that Lambda
 //! replaces the environment; it never serves on with fewer workers than
 //! it announced. docs/guarantees.md tells the whole story.
 
+use std::fmt::Debug;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use lambda_http::http::Uri;
-use lambda_http::lambda_runtime::Config as FunctionConfig;
-use lambda_http::{Error, tracing};
+use lambda_http::lambda_runtime::{Config as FunctionConfig, Diagnostic};
+use lambda_http::tower::Service;
+use lambda_http::{Error, IntoResponse, Request, tracing};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 pub(crate) use self::api::RuntimeApi;
-use crate::Handler;
-use crate::env::{self, Concurrency, StartError};
+use self::worker::Shared;
+use crate::env::{Concurrency, LambdaEnv, StartError};
+use crate::envelope::Stage;
 
 mod api;
 mod worker;
@@ -36,26 +40,41 @@ pub struct Lambda {
     api: RuntimeApi,
     function: FunctionConfig,
     concurrency: Concurrency,
+    stage: Stage,
 }
 
 impl Lambda {
     /// As Lambda (or `cargo lambda watch`) describes the environment:
     /// `AWS_LAMBDA_RUNTIME_API`, the function's name, memory and version,
-    /// and `concurrency` (read with [`Concurrency::from_env`]).
-    pub fn from_env(concurrency: Concurrency) -> Result<Self, StartError> {
-        Ok(Self::new(env::runtime_api()?, env::function_config()?).with_concurrency(concurrency))
+    /// `AWS_LAMBDA_MAX_CONCURRENCY` and `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH`.
+    pub fn from_env() -> Result<Self, StartError> {
+        Self::of(&LambdaEnv::read())
+    }
+
+    pub(crate) fn of(env: &LambdaEnv) -> Result<Self, StartError> {
+        let lambda = Self::new(env.runtime_api.clone()?, env.function.clone()?);
+        let stage = if env.ignore_stage_in_path {
+            Stage::Ignored
+        } else {
+            Stage::InPath
+        };
+        Ok(Self {
+            stage,
+            ..lambda.with_concurrency(env.concurrency?)
+        })
     }
 
     /// A Runtime API at `endpoint` (`http://host:port`, optionally with a
-    /// base path), one invocation at a time: to serve a handler from an
-    /// emulator or a test's own Runtime API, where [`crate::run`] would
-    /// read Lambda's environment.
+    /// base path), one invocation at a time: to serve from an emulator or a
+    /// test's own Runtime API, where [`crate::run`] would read Lambda's
+    /// environment.
     pub fn new(endpoint: Uri, function: FunctionConfig) -> Self {
         Self {
             api: RuntimeApi::new(endpoint.clone(), Concurrency::ONE),
             endpoint,
             function,
             concurrency: Concurrency::ONE,
+            stage: Stage::InPath,
         }
     }
 
@@ -71,15 +90,15 @@ impl Lambda {
 
     /// Tells Lambda that init failed, so that the invoke that started this
     /// execution environment fails with `message` rather than a timeout; for
-    /// a `main` of its own, as [`crate::run`] does on a failed init.
+    /// a `main` of its own, as [`crate::start`] does on a failed init.
     pub async fn init_error(&self, message: &str) -> Result<(), Error> {
         self.api.init_error(message).await
     }
 
-    /// Serves invocations with `handler` until the Runtime API fails for
+    /// Serves invocations with `service` until the Runtime API fails for
     /// good. A single worker runs on the calling task; several are spawned
-    /// as tasks, so that a multi-threaded runtime spreads them over its
-    /// threads.
+    /// as tasks, each with its own clone of the service, so that a
+    /// multi-threaded runtime spreads them over its threads.
     ///
     /// When one worker cannot reach the Runtime API any more (after about
     /// 0.8 s of retries), every worker stops taking invocations, those in
@@ -87,30 +106,40 @@ impl Lambda {
     /// cause is returned: the process should then exit non-zero, and Lambda
     /// replaces the environment.
     ///
-    /// With one worker (classic Lambda), [`Handler::settled`] is awaited
-    /// after each answer and before the next `next`, within the
-    /// invocation's deadline: the environment is frozen once the runtime
-    /// asks for the next invocation, so work a request started behind its
-    /// answer ends now rather than time out at the next thaw. With several
+    /// With one worker (classic Lambda), the work spawned behind each
+    /// answer with [`crate::spawn`] is awaited after the answer and before
+    /// the next `next`, within the invocation's deadline: the environment
+    /// is frozen once the runtime asks for the next invocation, so that
+    /// work ends now rather than time out at the next thaw. With several
     /// (Managed Instances) nothing is frozen and it is not awaited.
-    pub async fn serve<H: Handler>(self, handler: H) -> Result<(), Error> {
+    pub async fn serve<S, R, E>(self, service: S) -> Result<(), Error>
+    where
+        S: Service<Request, Response = R, Error = E> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        R: IntoResponse + Send + 'static,
+        E: Debug + Into<Diagnostic> + Send + 'static,
+    {
         let Self {
             api,
             function,
             concurrency,
+            stage,
             ..
         } = self;
-        let (api, function, handler) = (Arc::new(api), Arc::new(function), Arc::new(handler));
+        let shared = Arc::new(Shared {
+            api,
+            function: Arc::new(function),
+            stage,
+            cold: AtomicBool::new(true),
+        });
         let (stop, stopped) = watch::channel(false);
         if !concurrency.is_concurrent() {
-            return worker::serve(&api, &function, handler.as_ref(), true, stopped).await;
+            return worker::serve(&shared, service, true, stopped).await;
         }
         let mut workers = JoinSet::new();
         for _ in 0..concurrency.get() {
-            let (api, function, handler, stopped) =
-                (api.clone(), function.clone(), handler.clone(), stopped.clone());
-            workers
-                .spawn(async move { worker::serve(&api, &function, handler.as_ref(), false, stopped).await });
+            let (shared, service, stopped) = (shared.clone(), service.clone(), stopped.clone());
+            workers.spawn(async move { worker::serve(&shared, service, false, stopped).await });
         }
         tracing::debug!(workers = concurrency.get(), "serving invocations concurrently");
         let mut first = None;

@@ -1,38 +1,57 @@
-//! One worker: takes an invocation, runs the handler inside a panic guard,
+//! One worker: takes an invocation, runs the service inside a panic guard,
 //! its trace scope and its deadline, and answers.
 
+use std::any::Any;
+use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::FutureExt;
 use lambda_http::http::HeaderMap;
 use lambda_http::lambda_runtime::{Config as FunctionConfig, Context, Diagnostic};
+use lambda_http::tower::{Service, ServiceExt};
 use lambda_http::tracing::{self, Instrument};
-use lambda_http::{Error, RequestExt};
+use lambda_http::{Body, Error, IntoResponse, Request, RequestExt, Response};
 use tokio::sync::watch;
 
 use super::api::{DEADLINE_MS, INVOCATION_ID, REQUEST_ID, RuntimeApi, TENANT_ID, TRACE_ID};
 use crate::deadline::{self, BACKSTOP_MARGIN};
-use crate::{Handler, envelope, trace};
+use crate::envelope::{self, ApiPath, Stage};
+use crate::{behind, trace};
 
-/// One worker: `next`, the handler, the answer, until a Runtime API call
+/// What every worker of a process shares.
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) api: RuntimeApi,
+    pub(super) function: Arc<FunctionConfig>,
+    pub(super) stage: Stage,
+    /// Set until the process's first invocation is served: its cold start.
+    pub(super) cold: AtomicBool,
+}
+
+/// One worker: `next`, the service, the answer, until a Runtime API call
 /// fails for good (its cause) or another worker's did (`Ok`, once this
-/// worker's invocation in flight, if any, is answered).
-/// With `settle`, [`Handler::settled`] is awaited after each answer.
-pub(super) async fn serve<H: Handler>(
-    api: &RuntimeApi,
-    config: &Arc<FunctionConfig>,
-    handler: &H,
+/// worker's invocation in flight, if any, is answered). With `settle`, the
+/// work spawned behind each answer ([`crate::spawn`]) is awaited after it.
+pub(super) async fn serve<S, R, E>(
+    shared: &Shared,
+    mut service: S,
     settle: bool,
     mut stopped: watch::Receiver<bool>,
-) -> Result<(), Error> {
+) -> Result<(), Error>
+where
+    S: Service<Request, Response = R, Error = E>,
+    R: IntoResponse + 'static,
+    E: Debug + Into<Diagnostic>,
+{
     loop {
         // A worker that waits for an invocation when another has failed for
         // good stops waiting. Should Lambda hand it one in that very instant,
         // that invocation times out; a retry of the same create is idempotent.
         let (headers, payload) = tokio::select! {
             biased;
-            next = api.next() => next?,
+            next = shared.api.next() => next?,
             _ = stopped.wait_for(|stopped| *stopped) => return Ok(()),
         };
         // Without its id an invocation cannot even be answered: Lambda broke
@@ -51,34 +70,29 @@ pub(super) async fn serve<H: Handler>(
         };
         let trace_id = text(TRACE_ID);
         let tenant_id = text(TENANT_ID);
-        // Lines written while this invocation is served and answered carry
-        // its ids, as its request line does (the trace id's root, the id
-        // X-Ray shows).
+        // Everything the invocation runs is inside the guard: a panic
+        // anywhere fails this invocation, and the worker serves on. Its SDK
+        // requests carry its trace header and, when sampled, it sends its
+        // spans (`trace/`). Lines written while it is served carry its ids,
+        // as its request line does (the trace id's root, the id X-Ray
+        // shows); spans opened under its span are children of its SERVER
+        // span.
         let span = tracing::info_span!(
             "invocation",
             request_id,
             xray_trace_id = trace_id.as_deref().and_then(trace::root),
             tenant_id = tenant_id.as_deref(),
         );
-        // Everything the invocation runs is inside the guard: a panic
-        // anywhere fails this invocation, and the worker serves on. Its SDK
-        // requests carry its trace header and, when sampled, it sends its
-        // spans (`trace/`).
         let invocation = trace::scope(
             trace_id.as_deref(),
-            invoke(config, &headers, request_id, &payload, handler),
+            invoke(shared, &headers, request_id, &payload, &mut service).instrument(span.clone()),
         );
         let answer = AssertUnwindSafe(invocation)
             .catch_unwind()
-            .instrument(span.clone())
             .await
             .unwrap_or_else(|panic| {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|text| (*text).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "no message".to_owned());
-                tracing::error!(request_id, error = %message, "invocation failed: it panicked");
+                let message = panic_message(panic.as_ref());
+                tracing::error!(parent: &span, request_id, error = %message, "invocation failed: it panicked");
                 Err(Diagnostic {
                     error_type: "Runtime.HandlerPanicked".to_owned(),
                     error_message: format!("the invocation panicked: {message}"),
@@ -87,19 +101,23 @@ pub(super) async fn serve<H: Handler>(
         let invocation_id = headers.get(INVOCATION_ID);
         match answer {
             Ok(body) => {
-                api.answer(request_id, invocation_id, body)
+                shared
+                    .api
+                    .answer(request_id, invocation_id, body)
                     .instrument(span.clone())
                     .await?
             }
             Err(diagnostic) => {
-                api.fail(request_id, invocation_id, &diagnostic)
+                shared
+                    .api
+                    .fail(request_id, invocation_id, &diagnostic)
                     .instrument(span.clone())
                     .await?;
             }
         }
         if settle {
             let cut = deadline_ms(&headers).and_then(|ms| deadline::before(ms, BACKSTOP_MARGIN));
-            if deadline::until(cut, handler.settled()).await.is_none() {
+            if deadline::until(cut, behind::settled()).await.is_none() {
                 tracing::warn!(parent: &span, "work started behind the answer was still running at the deadline");
             }
         }
@@ -107,13 +125,18 @@ pub(super) async fn serve<H: Handler>(
 }
 
 /// One invocation: the front door's JSON response, or why there is none.
-async fn invoke<H: Handler>(
-    config: &Arc<FunctionConfig>,
+async fn invoke<S, R, E>(
+    shared: &Shared,
     headers: &HeaderMap,
     request_id: &str,
     payload: &[u8],
-    handler: &H,
-) -> Result<Vec<u8>, Diagnostic> {
+    service: &mut S,
+) -> Result<Vec<u8>, Diagnostic>
+where
+    S: Service<Request, Response = R, Error = E>,
+    R: IntoResponse + 'static,
+    E: Debug + Into<Diagnostic>,
+{
     let failed = |error_type: &str, message: String| {
         tracing::error!(request_id, error = %message, "invocation failed");
         Diagnostic {
@@ -128,29 +151,82 @@ async fn invoke<H: Handler>(
             "the Runtime API sent no valid deadline".to_owned(),
         ));
     };
-    let context = Context::new(request_id, config.clone(), headers).map_err(|err| {
+    let context = Context::new(request_id, shared.function.clone(), headers).map_err(|err| {
         failed(
             "Runtime.InvalidInvocation",
             format!("invalid invocation headers: {err}"),
         )
     })?;
-    let decoded = envelope::decode(payload).map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
+    let decoded = envelope::decode_with(payload, shared.stage)
+        .map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
     let request = decoded.request.with_lambda_context(context);
-    // The handler keeps to the deadline by itself (it answers 503 before
-    // it); this is for one that does not, so that its worker is not held.
+    // What the SERVER span says of the request, kept before the service
+    // takes it.
+    let method = request.method().clone();
+    let path = request.extensions().get::<ApiPath>().cloned();
+    let function_arn = request
+        .lambda_context_ref()
+        .map(|context| context.invoked_function_arn.clone());
+    // The service keeps to the deadline by itself, or should; this is for
+    // one that does not, so that its worker is not held.
     let cut = deadline::before(deadline_ms, BACKSTOP_MARGIN);
-    // Boxed: a handler's future (the AWS SDK's inside it) is large, and
+    // Boxed: a service's future (the AWS SDK's inside it) is large, and
     // polled inline it would make every frame of the loop that large too
     // (docs/performance.md, "Smaller stack frames").
-    let response = deadline::until(cut, Box::pin(handler.call(request)))
+    let called = Box::pin(async {
+        let service = service.ready().await?;
+        let response = service.call(request).await?;
+        Ok::<_, E>(into_response(response).await)
+    });
+    let response = deadline::until(cut, called)
         .await
         .ok_or_else(|| {
             failed(
                 "Runtime.DeadlineExceeded",
-                "the handler had not answered shortly before the invocation's deadline".to_owned(),
+                "the service had not answered shortly before the invocation's deadline".to_owned(),
             )
+        })?
+        .map_err(|err| {
+            tracing::error!(request_id, error = ?err, "invocation failed: the service returned an error");
+            err.into()
         })?;
+    let cold_start = shared.cold.swap(false, Ordering::Relaxed);
+    trace::server_answer(&trace::ServerAnswer {
+        status: response.status().as_u16(),
+        method: method.as_str(),
+        path: path.as_ref().map_or("/", ApiPath::as_str),
+        invocation_id: request_id,
+        function_arn: function_arn.as_deref(),
+        cold_start,
+        details: response.extensions().get::<trace::SpanDetails>(),
+    });
     Ok(envelope::encode(decoded.origin, response).await)
+}
+
+/// The service's answer as a `Response<Body>`: as it is when it is one
+/// already (no copy of its headers or body), else through `lambda_http`'s
+/// own conversion (an axum body is read to its end, as `lambda_http::run`
+/// reads it).
+async fn into_response<R: IntoResponse + 'static>(response: R) -> Response<Body> {
+    let mut response = Some(response);
+    if let Some(ready) = (&mut response as &mut dyn Any).downcast_mut::<Option<Response<Body>>>()
+        && let Some(ready) = ready.take()
+    {
+        return ready;
+    }
+    match response {
+        Some(response) => response.into_response().await,
+        None => Response::default(),
+    }
+}
+
+/// What a panic said, when it said it with a string.
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
 }
 
 /// `Lambda-Runtime-Deadline-Ms`, when it is a number.

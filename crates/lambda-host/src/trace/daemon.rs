@@ -18,14 +18,7 @@ use lambda_http::tracing;
 
 use super::otlp::{self, Value};
 
-/// Where Lambda says its X-Ray daemon (now its OTLP-over-UDP endpoint too)
-/// listens.
-pub(crate) const DAEMON_ADDRESS: &str = "AWS_XRAY_DAEMON_ADDRESS";
-
-/// ADOT's switch for Application Signals: when `true`, invocations Lambda
-/// did not sample send their spans too, marked `T1U`, so that Application
-/// Signals counts every request.
-pub(crate) const APPLICATION_SIGNALS: &str = "OTEL_AWS_APPLICATION_SIGNALS_ENABLED";
+use crate::env::DAEMON_ADDRESS;
 
 /// The line that opens every datagram to the daemon.
 const DAEMON_HEADER: &[u8] = b"{\"format\":\"json\",\"version\":1}\n";
@@ -56,6 +49,8 @@ thread_local! {
 /// Lambda layer sets `OTEL_RESOURCE_ATTRIBUTES` from it.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Environment {
+    pub daemon_address: Option<String>,
+    pub service_name: Option<String>,
     pub region: Option<String>,
     pub function_name: Option<String>,
     pub function_version: Option<String>,
@@ -116,8 +111,8 @@ struct Constant {
     sampled: [Vec<u8>; 2],
     /// `faas.coldstart` and the `ColdStart` annotation, false and true.
     cold_start: [Vec<u8>; 2],
-    /// `aws.xray.annotations`, without and with `ErrorCode`.
-    annotations: [Vec<u8>; 2],
+    /// `aws.xray.annotations` of the host's own: `ColdStart`, `Status`.
+    annotations: Vec<u8>,
 }
 
 /// An AWS SDK call's span name (`DynamoDB.PutItem`) and the attributes
@@ -217,9 +212,14 @@ impl Tracer {
     /// with the rest of Lambda's environment: `None` when it is unset
     /// (tracing is off, not wanted). An address that cannot be used is an
     /// error for the caller to log: tracing is never a reason not to serve.
-    pub fn from_env(service: &str) -> Option<Result<Self, DaemonError>> {
-        let value = crate::env::daemon_address()?;
-        Some(daemon_address(&value).and_then(|daemon| Self::with(daemon, service, &crate::env::tracing())))
+    pub fn from_env(environment: &Environment) -> Option<Result<Self, DaemonError>> {
+        let value = environment.daemon_address.as_deref()?;
+        let service = environment
+            .service_name
+            .as_deref()
+            .or(environment.function_name.as_deref())
+            .unwrap_or(env!("CARGO_PKG_NAME"));
+        Some(daemon_address(value).and_then(|daemon| Self::with(daemon, service, environment)))
     }
 
     /// A tracer sending to `daemon` from an ephemeral port of its own, its
@@ -255,11 +255,7 @@ impl Tracer {
                     ("ColdStart", Value::Bool(cold)),
                 ])
             }),
-            annotations: [
-                &["ColdStart", "Status"][..],
-                &["ColdStart", "Status", "ErrorCode"],
-            ]
-            .map(|keys| attributes(&[("aws.xray.annotations", Value::Strs(keys))])),
+            annotations: attributes(&[("aws.xray.annotations", Value::Strs(&["ColdStart", "Status"]))]),
         };
         let resource = resource(service, environment);
         let scope = otlp::scope(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"));
@@ -310,9 +306,9 @@ impl Tracer {
         &self.constant.cold_start[usize::from(cold_start)]
     }
 
-    /// `aws.xray.annotations` (encoded), naming `ErrorCode` or not.
-    pub fn annotations_attribute(&self, error_code: bool) -> &[u8] {
-        &self.constant.annotations[usize::from(error_code)]
+    /// `aws.xray.annotations` (encoded) of the host's own annotations.
+    pub fn annotations_attribute(&self) -> &[u8] {
+        &self.constant.annotations
     }
 
     /// The span name and attributes of an AWS SDK call, encoded on the

@@ -31,9 +31,10 @@ mod otlp;
 mod spans;
 
 use self::aws::AwsSpans;
-pub(crate) use self::daemon::{APPLICATION_SIGNALS, DAEMON_ADDRESS, Environment, Tracer};
-pub use self::spans::{Answer, answered, remote_call};
+pub(crate) use self::daemon::{Environment, Tracer};
+pub use self::spans::{Annotation, SpanDetails, remote_call};
 use self::spans::{Server, Spans};
+pub(crate) use self::spans::{ServerAnswer, server_answer};
 
 /// The header the SDK's recursion-detection interceptor sets.
 const HEADER: &str = "x-amzn-trace-id";
@@ -47,12 +48,11 @@ static TRACER: OnceLock<Tracer> = OnceLock::new();
 
 /// Sends the spans of traced invocations from now on, when Lambda runs its
 /// X-Ray daemon beside the function (`Tracing: Active` sets
-/// `AWS_XRAY_DAEMON_ADDRESS`), with `service` as the function's
-/// `service.name`. An address that cannot be used turns tracing off with
-/// one warning: tracing is never a reason not to serve. A second call
-/// changes nothing.
-pub fn start(service: &str) {
-    match Tracer::from_env(service) {
+/// `AWS_XRAY_DAEMON_ADDRESS`). An address that cannot be used turns
+/// tracing off with one warning: tracing is never a reason not to serve.
+/// A second call changes nothing.
+pub(crate) fn init(environment: &Environment) {
+    match Tracer::from_env(environment) {
         Some(Ok(tracer)) => {
             let _ = TRACER.set(tracer);
         }

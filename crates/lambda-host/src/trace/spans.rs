@@ -5,6 +5,7 @@
 //! sent as one datagram when the invocation ends (docs/tracing.md has
 //! their attributes).
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -189,36 +190,102 @@ impl Drop for Invocation {
     }
 }
 
-/// What the handler answered, for the SERVER span's attributes.
-#[derive(Debug, Clone, Copy)]
-pub struct Answer<'a> {
-    /// The first invocation of this execution environment.
-    pub cold_start: bool,
-    /// The HTTP status of the answer.
-    pub status: u16,
-    /// The function's own error code, when it answered with one.
-    pub error: Option<u32>,
-    /// The request's HTTP method.
-    pub method: &'a str,
-    /// The path the client asked of the API (`url.path`), without the
-    /// stage or the custom domain's API mapping key, which the front doors
-    /// leave in or take out each their own way (docs/tracing.md,
-    /// "Decisions").
-    pub path: &'a str,
-    /// The route that matched (`http.route`), if any did.
-    pub route: Option<&'a str>,
-    /// Lambda's request id (`faas.invocation_id`).
-    pub invocation_id: Option<&'a str>,
-    /// The invoked function's ARN, perhaps with an alias or version.
-    pub function_arn: Option<&'a str>,
+/// What only the function knows of its answer, for the SERVER span: put
+/// it in the response's extensions. The host writes everything else it
+/// knows itself (status, method, path, `faas.*`, cold start).
+///
+/// ```
+/// # use lambda_host::trace::SpanDetails;
+/// # use lambda_http::{Body, Response};
+/// let mut response = Response::new(Body::from("{}"));
+/// response
+///     .extensions_mut()
+///     .insert(SpanDetails::default().route("/plants").annotate("ErrorCode", 40901_u32));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct SpanDetails {
+    route: Option<Cow<'static, str>>,
+    annotations: Vec<(&'static str, Annotation)>,
 }
 
-/// Records the handler's answer on the SERVER span of a traced invocation:
-/// the HTTP attributes (`url.path` among them), `faas.*`, `ColdStart`,
-/// `Status` and `ErrorCode` (indexed by X-Ray as annotations), error status
-/// on a 5xx. The span ends and is sent with the scope; a second answer
-/// changes nothing. Nothing outside a traced invocation.
-pub fn answered(answer: Answer<'_>) {
+/// The value of an X-Ray annotation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Annotation {
+    /// A number.
+    Int(i64),
+    /// True or false.
+    Bool(bool),
+    /// Text.
+    Str(Cow<'static, str>),
+}
+
+impl From<i64> for Annotation {
+    fn from(value: i64) -> Self {
+        Self::Int(value)
+    }
+}
+
+impl From<u32> for Annotation {
+    fn from(value: u32) -> Self {
+        Self::Int(i64::from(value))
+    }
+}
+
+impl From<bool> for Annotation {
+    fn from(value: bool) -> Self {
+        Self::Bool(value)
+    }
+}
+
+impl From<&'static str> for Annotation {
+    fn from(value: &'static str) -> Self {
+        Self::Str(Cow::Borrowed(value))
+    }
+}
+
+impl From<String> for Annotation {
+    fn from(value: String) -> Self {
+        Self::Str(Cow::Owned(value))
+    }
+}
+
+impl SpanDetails {
+    /// The route that matched (`http.route`), stage-independent.
+    #[must_use]
+    pub fn route(mut self, route: impl Into<Cow<'static, str>>) -> Self {
+        self.route = Some(route.into());
+        self
+    }
+
+    /// An X-Ray annotation (`key`, indexed, searchable): an attribute listed
+    /// in `aws.xray.annotations` beside the host's `ColdStart` and `Status`.
+    #[must_use]
+    pub fn annotate(mut self, key: &'static str, value: impl Into<Annotation>) -> Self {
+        self.annotations.push((key, value.into()));
+        self
+    }
+}
+
+/// What the host knows of an answer, for the SERVER span.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ServerAnswer<'a> {
+    pub status: u16,
+    pub method: &'a str,
+    /// The path the client asked of the API (`url.path`).
+    pub path: &'a str,
+    pub invocation_id: &'a str,
+    pub function_arn: Option<&'a str>,
+    /// The first invocation of this execution environment.
+    pub cold_start: bool,
+    pub details: Option<&'a SpanDetails>,
+}
+
+/// Records the answer on the SERVER span of a traced invocation: the HTTP
+/// attributes, `faas.*`, `ColdStart`, `Status` and the function's own
+/// annotations (indexed by X-Ray), error status on a 5xx. The span ends and
+/// is sent with the scope; a second answer changes nothing. Nothing outside
+/// a traced invocation.
+pub(crate) fn server_answer(answer: &ServerAnswer<'_>) {
     let _ = CURRENT.try_with(|invocation| {
         let (Some(spans), Some(server)) = (&invocation.spans, &invocation.server) else {
             return;
@@ -227,13 +294,12 @@ pub fn answered(answer: Answer<'_>) {
             return;
         }
         let tracer = spans.tracer;
+        let details = answer.details;
         // Written into the batch now, ended with the scope: its end time
         // is all that is left to set then.
         let written = spans.write(|out| {
             let mut span = spans.server_span(out, server, 0);
-            if let Some(id) = answer.invocation_id {
-                span.attribute("faas.invocation_id", Value::Str(id));
-            }
+            span.attribute("faas.invocation_id", Value::Str(answer.invocation_id));
             if let Some(arn) = answer.function_arn {
                 tracer.function_attributes(arn, |encoded| span.raw(encoded));
             }
@@ -241,16 +307,30 @@ pub fn answered(answer: Answer<'_>) {
             span.raw(tracer.cold_start_attributes(answer.cold_start));
             span.attribute("http.request.method", Value::Str(answer.method));
             span.attribute("url.path", Value::Str(answer.path));
-            if let Some(route) = answer.route {
+            if let Some(route) = details.and_then(|details| details.route.as_deref()) {
                 span.attribute("http.route", Value::Str(route));
             }
             let status = i64::from(answer.status);
             span.attribute("http.response.status_code", Value::Int(status));
             span.attribute("Status", Value::Int(status));
-            if let Some(code) = answer.error {
-                span.attribute("ErrorCode", Value::Int(i64::from(code)));
+            let annotations = details.map_or(&[][..], |details| &details.annotations[..]);
+            for (key, value) in annotations {
+                let value = match value {
+                    Annotation::Int(value) => Value::Int(*value),
+                    Annotation::Bool(value) => Value::Bool(*value),
+                    Annotation::Str(value) => Value::Str(value),
+                };
+                span.attribute(key, value);
             }
-            span.raw(tracer.annotations_attribute(answer.error.is_some()));
+            if annotations.is_empty() {
+                span.raw(tracer.annotations_attribute());
+            } else {
+                let keys: Vec<&str> = ["ColdStart", "Status"]
+                    .into_iter()
+                    .chain(annotations.iter().map(|(key, _)| *key))
+                    .collect();
+                span.attribute("aws.xray.annotations", Value::Strs(&keys));
+            }
             // A server span is an error on a 5xx only (the HTTP
             // conventions): a 4xx is the client's.
             if answer.status >= 500 {

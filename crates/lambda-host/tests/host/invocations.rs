@@ -1,15 +1,17 @@
 //! The invocation loop under the stand-in Runtime API (`runtime_fake.rs`),
-//! in this process, with handlers that record what they were given: one
+//! in this process, with services that record what they were given: one
 //! invocation at a time as on classic Lambda, and several at once as on
 //! Lambda Managed Instances.
 
+use std::convert::Infallible;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lambda_host::{Concurrency, Handler, Lambda, handler_fn};
+use futures_util::FutureExt;
+use lambda_host::{Concurrency, Lambda};
 use lambda_http::lambda_runtime::Config as FunctionConfig;
-use lambda_http::{Body, Context, Request, RequestExt, Response};
+use lambda_http::{Body, Context, Request, RequestExt, Response, service_fn};
 use serde_json::{Value, json};
 
 use crate::runtime_fake::{
@@ -20,15 +22,30 @@ use crate::runtime_fake::{
 /// SDK requests would carry.
 type Seen = (Context, String, Option<String>);
 
-/// Runs the loop one invocation at a time under `api` until it ends.
+/// Runs the loop one invocation at a time under `api` until it ends, with
+/// `handler` as a service that never fails.
 async fn serve<H, F>(api: &FakeRuntimeApi, handler: H) -> Result<(), lambda_http::Error>
 where
     H: Fn(Request) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     Lambda::new(api.uri(), function_config())
-        .serve(handler_fn(handler))
+        .serve(infallible(handler))
         .await
+}
+
+/// `handler` as a tower service whose error never happens.
+fn infallible<H, F>(
+    handler: H,
+) -> impl lambda_http::Service<Request, Response = Response<Body>, Error = Infallible, Future: Send>
++ Clone
++ Send
++ 'static
+where
+    H: Fn(Request) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    service_fn(move |request| handler(request).map(Ok::<_, Infallible>))
 }
 
 pub(crate) async fn ok(_request: Request) -> Response<Body> {
@@ -253,7 +270,7 @@ where
     let concurrency = Concurrency::new(NonZeroU32::new(workers).expect("a positive integer"));
     Lambda::new(api.uri(), function_config())
         .with_concurrency(concurrency)
-        .serve(handler_fn(handler))
+        .serve(infallible(handler))
         .await
 }
 
@@ -355,14 +372,13 @@ async fn a_handler_that_never_answers_is_failed_before_the_deadline_and_the_next
     let next = Invocation::new("after-stuck", http_event("fine"));
     let api = FakeRuntimeApi::start(vec![stuck.clone(), next.clone()]);
 
-    let ended = Lambda::new(api.uri(), function_config())
-        .serve(handler_fn(|request: Request| async move {
-            if request.body().as_ref() == b"stuck" {
-                std::future::pending::<()>().await;
-            }
-            Response::new(Body::from("fine"))
-        }))
-        .await;
+    let ended = serve(&api, |request: Request| async move {
+        if request.body().as_ref() == b"stuck" {
+            std::future::pending::<()>().await;
+        }
+        Response::new(Body::from("fine"))
+    })
+    .await;
 
     assert_eq!(
         ended.expect_err("the stand-in ends the loop").to_string(),
@@ -374,59 +390,54 @@ async fn a_handler_that_never_answers_is_failed_before_the_deadline_and_the_next
     // The loop's backstop answered for it.
     assert_eq!(
         failed.body,
-        json!({ "errorType": "Runtime.DeadlineExceeded", "errorMessage": "the handler had not answered shortly before the invocation's deadline" })
+        json!({ "errorType": "Runtime.DeadlineExceeded", "errorMessage": "the service had not answered shortly before the invocation's deadline" })
     );
     assert_eq!(answer_for(&answered, &next).body["statusCode"], 200);
 }
 
-#[tokio::test]
-async fn with_one_worker_the_work_behind_an_answer_ends_before_the_next_next_and_with_eight_it_is_not_awaited()
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_one_worker_the_work_spawned_behind_an_answer_ends_before_the_next_next_and_with_eight_it_is_not_awaited()
  {
-    for workers in [1, 8] {
+    for workers in [1_u32, 8] {
         let sent: Vec<Invocation> = (0..3)
             .map(|n| Invocation::new(&format!("settle-{workers}-{n}"), http_event("fine")))
             .collect();
-        let api = FakeRuntimeApi::start(sent);
-        let handler = Settling {
-            api: Arc::new(Mutex::new(api)),
-            seen: Arc::default(),
-        };
-        let (api, seen) = (handler.api.clone(), handler.seen.clone());
+        // Eight workers: every `next` is held until all eight are parked.
+        let api = Arc::new(Mutex::new(FakeRuntimeApi::holding(sent, workers as usize)));
         let uri = api.lock().expect("api").uri();
+        // How many `next` calls the stand-in had seen when each work ended.
+        let seen: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let work: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let service = {
+            let (api, seen, work) = (api.clone(), seen.clone(), work.clone());
+            service_fn(move |_request: Request| {
+                let (api, seen) = (api.clone(), seen.clone());
+                let behind = lambda_host::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    let nexts = api.lock().expect("api").nexts().len();
+                    seen.lock().expect("seen").push(nexts);
+                });
+                work.lock().expect("work").push(behind);
+                std::future::ready(Ok::<_, Infallible>(Response::new(Body::from("fine"))))
+            })
+        };
 
         let _ = Lambda::new(uri, function_config())
             .with_concurrency(Concurrency::new(NonZeroU32::new(workers).expect("a concurrency")))
-            .serve(handler)
+            .serve(service)
             .await;
+        let behind: Vec<_> = work.lock().expect("work").drain(..).collect();
+        for work in behind {
+            work.await.expect("the work ended");
+        }
 
         let seen = seen.lock().expect("seen").clone();
         if workers == 1 {
-            // After each answer (one each time), before the next `next`.
-            assert_eq!(seen, [(1, 1), (1, 2), (1, 3)]);
+            // Each work ended before the `next` after its answer.
+            assert_eq!(seen, [1, 2, 3]);
         } else {
-            assert_eq!(seen, []);
+            assert_eq!(seen.len(), 3);
+            assert!(seen.iter().all(|&nexts| nexts >= 8), "{seen:?}");
         }
-    }
-}
-
-/// Answers every request, and at each `settled` notes how many answers and
-/// `next` calls the stand-in has seen.
-struct Settling {
-    api: Arc<Mutex<FakeRuntimeApi>>,
-    seen: Arc<Mutex<Vec<(usize, usize)>>>,
-}
-
-impl Handler for Settling {
-    async fn call(&self, _request: Request) -> Response<Body> {
-        Response::new(Body::from("fine"))
-    }
-
-    async fn settled(&self) {
-        let api = self.api.lock().expect("api");
-        let answered = api.posted.try_iter().count();
-        self.seen
-            .lock()
-            .expect("seen")
-            .push((answered, api.nexts().len()));
     }
 }

@@ -19,6 +19,8 @@ const TRACE_ID: &str = "5759e988bd862e3fe1be46a994272793";
 fn daemon(application_signals: bool) -> (&'static Tracer, std::net::UdpSocket) {
     let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let environment = Environment {
+        daemon_address: None,
+        service_name: None,
         region: Some("eu-west-1".to_owned()),
         function_name: Some("orders".to_owned()),
         function_version: Some("$LATEST".to_owned()),
@@ -41,6 +43,40 @@ fn datagrams(listener: &std::net::UdpSocket) -> Vec<Datagram> {
         datagrams.push(datagram(&buffer[..length]));
     }
     datagrams
+}
+
+/// What a function answered, as the tests describe it.
+#[derive(Clone, Copy)]
+struct Answer<'a> {
+    cold_start: bool,
+    status: u16,
+    error: Option<u32>,
+    method: &'a str,
+    path: &'a str,
+    route: Option<&'static str>,
+    invocation_id: Option<&'a str>,
+    function_arn: Option<&'a str>,
+}
+
+/// The host's record of `answer`, with the function's route and error
+/// code in its [`SpanDetails`].
+fn answered(answer: Answer<'_>) {
+    let mut details = SpanDetails::default();
+    if let Some(route) = answer.route {
+        details = details.route(route);
+    }
+    if let Some(code) = answer.error {
+        details = details.annotate("ErrorCode", code);
+    }
+    server_answer(&ServerAnswer {
+        status: answer.status,
+        method: answer.method,
+        path: answer.path,
+        invocation_id: answer.invocation_id.unwrap_or_default(),
+        function_arn: answer.function_arn,
+        cold_start: answer.cold_start,
+        details: Some(&details),
+    });
 }
 
 fn answer(status: u16, error: Option<u32>) -> Answer<'static> {
