@@ -17,9 +17,9 @@ mod prewarm;
 mod properties;
 mod resilience;
 mod runtime_api;
-/// The host's stand-in Runtime API, shared with its own tests.
-#[path = "../../crates/lambda-host/tests/host/runtime_fake.rs"]
-mod runtime_fake;
 mod startup;
 mod telemetry;
 mod traces;
+
+/// The host's stand-in Runtime API (its `test-util` feature).
+use lambda_host::test_util::runtime_api as runtime_fake;

@@ -45,6 +45,9 @@ pub mod logging;
 pub mod sdk;
 pub mod trace;
 
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
+
 pub use self::behind::spawn;
 pub use self::env::{Concurrency, StartError};
 pub use self::envelope::ApiPath;

@@ -20,10 +20,6 @@ mod delivery;
 mod shape;
 
 use std::collections::HashMap;
-use std::net::UdpSocket;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::{Value, json};
@@ -34,75 +30,8 @@ use crate::helpers::{client_for, create_table, dynamodb_local_endpoint, unique_n
 use crate::runtime_api::{http_event, run_to_the_end};
 use crate::runtime_fake::{FUNCTION_ARN, FakeRuntimeApi, Invocation, Posted};
 
-/// What the test sends to the listener itself once the function is done:
-/// the reader has read everything sent before it when it reads this.
-const END: &[u8] = b"end of the test's datagrams";
-
-/// lambda-host's own reading of its datagrams, with OpenTelemetry's
-/// generated messages, shared through `#[path]`.
-#[path = "../../../crates/lambda-host/src/trace/decode.rs"]
-mod otlp;
-
-pub(crate) use self::otlp::attributes;
-use self::otlp::{Datagram, hex};
-
-/// A UDP listener standing in for the X-Ray daemon: a thread receives every
-/// datagram as it comes (a few hundred would overflow the socket's buffer
-/// otherwise) and decodes it.
-pub(crate) struct Daemon {
-    pub(crate) address: String,
-    datagrams: Arc<Mutex<Vec<Datagram>>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Daemon {
-    pub(crate) fn start() -> Self {
-        let socket = UdpSocket::bind("127.0.0.1:0").expect("a UDP port for the daemon");
-        // A safety net only: the reader stops at `END`.
-        socket
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .expect("a read timeout");
-        let address = socket.local_addr().expect("an address").to_string();
-        let datagrams = Arc::<Mutex<Vec<Datagram>>>::default();
-        let kept = datagrams.clone();
-        let thread = std::thread::spawn(move || {
-            let mut buffer = vec![0; 65_536];
-            loop {
-                let length = socket.recv(&mut buffer).expect("the test's end marker in time");
-                if &buffer[..length] == END {
-                    return;
-                }
-                assert!(length < 64_000, "a datagram of {length} bytes");
-                let datagram = decode(&buffer[..length]);
-                kept.lock().unwrap_or_else(PoisonError::into_inner).push(datagram);
-            }
-        });
-        Self {
-            address,
-            datagrams,
-            thread: Some(thread),
-        }
-    }
-
-    /// Every datagram received, once the sender is done: the sends are
-    /// synchronous, so they are in the socket's queue before `END`.
-    pub(crate) fn datagrams(mut self) -> Vec<Datagram> {
-        let marker = UdpSocket::bind("127.0.0.1:0").expect("a port");
-        marker.send_to(END, &self.address).expect("the end marker");
-        if let Some(thread) = self.thread.take() {
-            thread.join().expect("the daemon's thread");
-        }
-        std::mem::take(&mut *self.datagrams.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-}
-
-/// A datagram, whose one scope is lambda-host's.
-fn decode(bytes: &[u8]) -> Datagram {
-    let datagram = otlp::datagram(bytes);
-    let names: Vec<&str> = datagram.scopes.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, ["lambda-host"], "{datagram:#?}");
-    datagram
-}
+pub(crate) use lambda_host::test_util::daemon::{Daemon, attributes};
+use lambda_host::test_util::daemon::{Datagram, hex};
 
 /// The trace id and parent span id a trace header names, as OTLP has them.
 fn ids(trace_header: &str) -> (String, String) {

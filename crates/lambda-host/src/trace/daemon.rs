@@ -532,7 +532,7 @@ mod tests {
     use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 
     use super::*;
-    use crate::trace::decode::{self, Datagram};
+    use crate::test_util::daemon::{self as decode, Datagram};
     use crate::trace::otlp::{Kind, SpanHead, SpanWriter};
 
     /// What the test's listener reads as "nothing more is coming".

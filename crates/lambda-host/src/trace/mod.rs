@@ -25,8 +25,6 @@ use lambda_http::tracing;
 
 mod aws;
 mod daemon;
-#[cfg(test)]
-mod decode;
 mod otlp;
 mod spans;
 

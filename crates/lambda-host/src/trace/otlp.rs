@@ -382,7 +382,7 @@ mod tests {
     use prost::Message as _;
 
     use super::*;
-    use crate::trace::decode::attributes;
+    use crate::test_util::daemon::attributes;
 
     #[test]
     fn values_of_every_length_and_kind_decode_as_written() {

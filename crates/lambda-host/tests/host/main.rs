@@ -3,7 +3,8 @@
 
 mod front_doors;
 mod invocations;
-mod runtime_fake;
+
+use lambda_host::test_util::runtime_api as runtime_fake;
 
 /// A sample event from `tests/data/`.
 fn data(file: &str) -> String {

@@ -7,9 +7,9 @@ use aws_sdk_dynamodb::config::Region;
 use lambda_http::http::{Response, Uri};
 use serde_json::{Value, json};
 
-use super::super::decode::{Datagram, attributes, datagram, hex};
 use super::super::{Environment, Tracer, carried, carry, scope_with};
 use super::*;
+use crate::test_util::daemon::{Datagram, attributes, datagram, hex};
 
 const SAMPLED: &str = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
 const TRACE_ID: &str = "5759e988bd862e3fe1be46a994272793";

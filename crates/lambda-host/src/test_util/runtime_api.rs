@@ -7,9 +7,9 @@
 //! that the function polls that many at once. It can also fail calls on
 //! purpose (a status, or a connection dropped), once each, in order.
 //!
-//! Shared by the host's tests and the function's black-box tests
-//! (`tests/api/`, through `#[path]`); each uses part of it.
-#![allow(dead_code)]
+//! For the host's tests and a function's black-box tests, which start
+//! the function's binary with `AWS_LAMBDA_RUNTIME_API` set to
+//! [`FakeRuntimeApi::address`].
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -22,22 +22,27 @@ use lambda_http::http::Uri;
 use serde_json::Value;
 
 /// The ARN the stand-in gives as the invoked function's.
-pub(crate) const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:orders";
+pub const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:orders";
 /// An X-Ray trace header as Lambda sends it, for tests that need one fixed.
-pub(crate) const TRACE_HEADER: &str =
-    "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+pub const TRACE_HEADER: &str = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
 /// How long a held `next` waits for the others before it is answered anyway
 /// (and the test that asked for them fails on its count).
 const HOLD_AT_MOST: Duration = Duration::from_secs(30);
 
 /// One event as the Runtime API hands it out.
 #[derive(Debug, Clone)]
-pub(crate) struct Invocation {
+pub struct Invocation {
+    /// `Lambda-Runtime-Aws-Request-Id`.
     pub id: String,
+    /// The payload.
     pub event: String,
+    /// `Lambda-Runtime-Trace-Id`.
     pub trace_id: String,
+    /// `Lambda-Runtime-Invocation-Id`, if sent.
     pub invocation_id: Option<String>,
+    /// `Lambda-Runtime-Deadline-Ms`, if sent.
     pub deadline_ms: Option<u64>,
+    /// `Lambda-Runtime-Aws-Tenant-Id`, if sent.
     pub tenant_id: Option<String>,
 }
 
@@ -67,11 +72,13 @@ impl Invocation {
         self
     }
 
+    /// For `tenant_id` (Lambda's tenant isolation mode).
     pub fn for_tenant(mut self, tenant_id: &str) -> Self {
         self.tenant_id = Some(tenant_id.to_owned());
         self
     }
 
+    /// With no deadline header, which Lambda always sends.
     pub fn without_deadline(mut self) -> Self {
         self.deadline_ms = None;
         self
@@ -89,6 +96,7 @@ impl Invocation {
         self
     }
 
+    /// With no invocation id, as classic Lambda sends none.
     pub fn without_invocation_id(mut self) -> Self {
         self.invocation_id = None;
         self
@@ -112,13 +120,17 @@ fn fxhash(text: &str) -> u128 {
 
 /// What the function posted: path, headers (lower-case names), JSON body.
 #[derive(Debug)]
-pub(crate) struct Posted {
+pub struct Posted {
+    /// The path posted to (`…/{id}/response`, `…/{id}/error`, `…/init/error`).
     pub path: String,
+    /// Its headers, names in lower case.
     pub headers: HashMap<String, String>,
+    /// Its body, as JSON.
     pub body: Value,
 }
 
 impl Posted {
+    /// The header `name` (lower case), if posted.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
     }
@@ -135,7 +147,7 @@ impl Posted {
 
 /// A call the stand-in fails on purpose instead of answering it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fault {
+pub enum Fault {
     /// Answered with this status and an empty body.
     Status(u16),
     /// The connection is closed without an answer.
@@ -176,13 +188,17 @@ struct State {
 /// A Runtime API on loopback. Once its events are all handed out it answers
 /// `next` with a 403, which the function does not retry: its process ends.
 /// [`FakeRuntimeApi::open`] keeps `next` waiting instead, as Lambda does.
-pub(crate) struct FakeRuntimeApi {
+pub struct FakeRuntimeApi {
+    /// `127.0.0.1:port`, for `AWS_LAMBDA_RUNTIME_API`.
     pub address: String,
+    /// Every answer, error and init error, as it is posted.
     pub posted: Receiver<Posted>,
     state: Arc<State>,
 }
 
 impl FakeRuntimeApi {
+    /// Hands out `invocations` in order, then answers `next` with a 403,
+    /// which ends the function's loop.
     pub fn start(invocations: Vec<Invocation>) -> Self {
         Self::holding(invocations, 1)
     }
@@ -229,10 +245,12 @@ impl FakeRuntimeApi {
         }
     }
 
+    /// Its address as a URI, for [`crate::Lambda::new`].
     pub fn uri(&self) -> Uri {
         format!("http://{}", self.address).parse().expect("a URI")
     }
 
+    /// The next thing posted, waiting for it.
     pub fn next_post(&self) -> Posted {
         self.posted
             .recv_timeout(Duration::from_secs(30))
@@ -463,7 +481,7 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
 /// Starts a stand-in Runtime API that hands out `events` (request id,
 /// event JSON) in order, each with `TRACE_HEADER`; returns its address and
 /// what the function posts back.
-pub(crate) fn runtime_api(events: Vec<(String, String)>) -> (String, Receiver<Posted>) {
+pub fn runtime_api(events: Vec<(String, String)>) -> (String, Receiver<Posted>) {
     let api = FakeRuntimeApi::start(
         events
             .into_iter()
@@ -477,7 +495,7 @@ pub(crate) fn runtime_api(events: Vec<(String, String)>) -> (String, Receiver<Po
 }
 
 /// The one answer posted for `invocation`, under its own invocation id.
-pub(crate) fn answer_for<'a>(answers: &'a [Posted], invocation: &Invocation) -> &'a Posted {
+pub fn answer_for<'a>(answers: &'a [Posted], invocation: &Invocation) -> &'a Posted {
     let found: Vec<_> = answers
         .iter()
         .filter(|posted| posted.request_id() == invocation.id)
@@ -492,14 +510,15 @@ pub(crate) fn answer_for<'a>(answers: &'a [Posted], invocation: &Invocation) -> 
     found[0]
 }
 
-pub(crate) fn invocations(count: usize, event: impl Fn(usize) -> Value) -> Vec<Invocation> {
+/// `count` invocations `inv-1`, `inv-2`…, each with `event(n)`.
+pub fn invocations(count: usize, event: impl Fn(usize) -> Value) -> Vec<Invocation> {
     (1..=count)
         .map(|n| Invocation::new(&format!("req-{n:03}"), event(n)))
         .collect()
 }
 
 /// The answers by request id; each request id answered once.
-pub(crate) fn by_request_id(posted: Vec<Posted>) -> HashMap<String, Posted> {
+pub fn by_request_id(posted: Vec<Posted>) -> HashMap<String, Posted> {
     let count = posted.len();
     let answers: HashMap<String, Posted> = posted
         .into_iter()
