@@ -465,7 +465,8 @@ supply-chain: tools-supply-chain $(STAMP_VENV) ## The bootstrap of make sam-chec
 	@# What the list holds against what is compiled in, and the newest glibc needed, for the log.
 	@RUST_AUDIT_INFO="$(AUDIT_INFO)" "$(VENV_PY)" scripts/supply_chain.py list "$(SAM_BOOTSTRAP)"
 	@"$(VENV_PY)" scripts/supply_chain.py al2023 "$(SAM_BOOTSTRAP)"
-	@BOOTSTRAP="$(SAM_BOOTSTRAP)" SBOM="$(SBOM_DIR)/plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(HOST_ARCH)).cdx.json" $(SUPPLY_PYTEST) $(PYTEST_ARGS)
+	@BOOTSTRAP="$(SAM_BOOTSTRAP)" SBOM="$(SBOM_DIR)/plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(HOST_ARCH)).cdx.json" \
+	   BUILD_TARGET_DIR="$(SAM_TARGET_DIR)" $(SUPPLY_PYTEST) $(PYTEST_ARGS)
 	@$(MAKE) reproducible
 
 # Two clean release builds, about 4 minutes each on 2 cores: make
@@ -502,7 +503,7 @@ dist: check-cargo tools-zig tools-deploy tools-supply-chain ## The release files
 	@mkdir -p "$(DIST_DIR)"
 	@name=plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(ARCH)); bootstrap=.aws-sam/build-$(SAM_ARCH_$(ARCH))/PlantsFunction/bootstrap; \
 	 $(MAKE) sbom ARCH=$(ARCH) SBOM_BOOTSTRAP="$$bootstrap"; \
-	 BOOTSTRAP="$$bootstrap" SBOM="$(SBOM_FILE)" $(SUPPLY_PYTEST) -k "not can_fail"; \
+	 BOOTSTRAP="$$bootstrap" SBOM="$(SBOM_FILE)" BUILD_TARGET_DIR="$${CARGO_TARGET_DIR:-target}" $(SUPPLY_PYTEST) -k "not can_fail"; \
 	 "$(VENV_PY)" scripts/supply_chain.py zip "$$(dirname "$$bootstrap")" "$(DIST_DIR)/$$name.zip"; \
 	 cp "$(SBOM_FILE)" "$(DIST_DIR)/$$name.cdx.json"; \
 	 (cd "$(DIST_DIR)" && sha256sum "$$name.zip" > "$$name.zip.sha256" && cat "$$name.zip.sha256")
