@@ -338,7 +338,8 @@ soak: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## One warm
 # before the host's own invocation loop and grow by under 0.1 MB now; 0.5 MB is far from both.
 # Then the same with every invocation sampled (its spans sent:
 # crates/lambda-host/src/trace/), one at a time and 8 at once, as on Lambda
-# Managed Instances.
+# Managed Instances; at each checkpoint spans must have arrived, all T1S
+# (and none from the unsampled soak).
 SOAK_SHORT := "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4
 soak-short: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## The soak's short version that make test runs (20,000 invocations, debug build, bound 0.5 MB; one at a time, then traced one at a time and 8 at once)
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" $(SOAK_SHORT)
