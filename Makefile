@@ -439,7 +439,7 @@ ARM64_BOOTSTRAP := $(ARM64_BUILD_DIR)/PlantsFunction/bootstrap
 QEMU_WRAPPER    := target/qemu/bootstrap-arm64
 ARM64_SOAK_INVOCATIONS ?= 5000
 
-.PHONY: tools-auditable tools-supply-chain supply-chain reproducible sbom dist test-arm64-qemu check-arm64-qemu
+.PHONY: tools-auditable tools-supply-chain supply-chain reproducible sbom dist test-arm64-qemu check-arm64-qemu check-qemu-tests
 tools-auditable: $(AUDITABLE_BIN)/cargo-auditable ## Build cargo-auditable $(CARGO_AUDITABLE_VERSION) from crates.io into .tools/ (every build of the bootstrap needs it)
 
 tools-supply-chain: tools-auditable $(AUDIT_INFO) $(CYCLONEDX) ## cargo-auditable, rust-audit-info $(RUST_AUDIT_INFO_VERSION) and cargo-cyclonedx $(CARGO_CYCLONEDX_VERSION) into .tools/ (a few minutes)
@@ -515,14 +515,30 @@ dist: check-cargo tools-zig tools-deploy tools-supply-chain ## The release files
 # binary run it under qemu-aarch64 (about 4x slower): the supply-chain
 # checks; the black-box tests that start the built function (tests/api:
 # the front-door envelopes, start-up refusals, deadlines and Runtime API
-# faults, hostile envelopes, N = 8 on Managed Instances, logs, traces and
-# the JWKS at init), each given the bootstrap through PLANT_STORE_BINARY;
+# faults, hostile envelopes, N = 8 on Managed Instances, logs, traces, the
+# JWKS at init and the key fetch's span), each given the bootstrap through
+# PLANT_STORE_BINARY;
 # the bench's smoke (the error catalogue, one at a time and at once); and
 # the soak's short form, one at a time and 8 at once.
 # The tests of tests/api that start the built function (libtest's filters:
 # a test runs when its name contains one of them).
 QEMU_TESTS := startup:: runtime_api:: concurrency:: resilience:: prewarm::the_built_function \
-              telemetry:: traces:: jwt::init:: jwt::configuration::
+              telemetry:: traces:: jwt::init:: jwt::configuration:: jwt::key_fetch::
+
+# libtest runs nothing for a filter that matches no test, and passes: a
+# test renamed or moved would drop out of test-arm64-qemu unseen. Each of
+# QEMU_TESTS must name at least one test of tests/api (a substring of its
+# name, as libtest matches).
+check-qemu-tests: check-cargo
+	@list=$$(cargo test --quiet --test api -- --list) \
+	   || $(call fail,cargo test --test api -- --list failed: the test binary does not build); \
+	 names=$$(printf '%s\n' "$$list" | sed -n 's/: test$$//p'); \
+	 for filter in $(QEMU_TESTS); do \
+	   case "$$names" in *"$$filter"*) ;; \
+	     *) $(call fail,QEMU_TESTS filter $$filter matches no test of tests/api: fix the Makefile's QEMU_TESTS) ;; \
+	   esac; \
+	 done; \
+	 echo "ok   each of QEMU_TESTS names at least one test of tests/api"
 
 # What test-arm64-qemu needs and cannot install itself, one line each,
 # before it installs anything (ziglang, the cargo tools, DynamoDB Local).
@@ -532,7 +548,7 @@ check-arm64-qemu: check-cargo
 	@[ -d "$$(rustc --print sysroot)/lib/rustlib/$(TRIPLE_arm64)/lib" ] \
 	   || $(call fail,the aarch64 Rust standard library is missing: rustup target add $(TRIPLE_arm64) (from rustup's server))
 
-test-arm64-qemu: check-arm64-qemu ## The arm64 bootstrap of sam build, checked and run under qemu-aarch64: supply chain, tests/api's black-box tests, smoke, soak (needs qemu-user, libc6-arm64-cross and the aarch64 std)
+test-arm64-qemu: check-arm64-qemu check-qemu-tests ## The arm64 bootstrap of sam build, checked and run under qemu-aarch64: supply chain, tests/api's black-box tests, smoke, soak (needs qemu-user, libc6-arm64-cross and the aarch64 std)
 	@$(MAKE) check-java tools-zig tools-deploy tools-supply-chain tools-test
 	@# The template's own default Architecture, as a plain sam build (and make deploy) builds it.
 	$(SAM) build --template template.yaml --build-dir $(ARM64_BUILD_DIR)
