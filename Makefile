@@ -338,7 +338,8 @@ soak: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## One warm
 # before the host's own invocation loop and grow by under 0.1 MB now; 0.5 MB is far from both.
 # Then the same with every invocation sampled (its spans sent:
 # crates/lambda-host/src/trace/), one at a time and 8 at once, as on Lambda
-# Managed Instances.
+# Managed Instances; at each checkpoint spans must have arrived, all T1S
+# (and none from the unsampled soak).
 SOAK_SHORT := "$(VENV_PY)" bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5 --checkpoints 4
 soak-short: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## The soak's short version that make test runs (20,000 invocations, debug build, bound 0.5 MB; one at a time, then traced one at a time and 8 at once)
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" $(SOAK_SHORT)
@@ -438,7 +439,7 @@ ARM64_BOOTSTRAP := $(ARM64_BUILD_DIR)/PlantsFunction/bootstrap
 QEMU_WRAPPER    := target/qemu/bootstrap-arm64
 ARM64_SOAK_INVOCATIONS ?= 5000
 
-.PHONY: tools-auditable tools-supply-chain supply-chain reproducible sbom dist test-arm64-qemu check-arm64-qemu
+.PHONY: tools-auditable tools-supply-chain supply-chain reproducible sbom dist test-arm64-qemu check-arm64-qemu check-qemu-tests
 tools-auditable: $(AUDITABLE_BIN)/cargo-auditable ## Build cargo-auditable $(CARGO_AUDITABLE_VERSION) from crates.io into .tools/ (every build of the bootstrap needs it)
 
 tools-supply-chain: tools-auditable $(AUDIT_INFO) $(CYCLONEDX) ## cargo-auditable, rust-audit-info $(RUST_AUDIT_INFO_VERSION) and cargo-cyclonedx $(CARGO_CYCLONEDX_VERSION) into .tools/ (a few minutes)
@@ -465,7 +466,8 @@ supply-chain: tools-supply-chain $(STAMP_VENV) ## The bootstrap of make sam-chec
 	@# What the list holds against what is compiled in, and the newest glibc needed, for the log.
 	@RUST_AUDIT_INFO="$(AUDIT_INFO)" "$(VENV_PY)" scripts/supply_chain.py list "$(SAM_BOOTSTRAP)"
 	@"$(VENV_PY)" scripts/supply_chain.py al2023 "$(SAM_BOOTSTRAP)"
-	@BOOTSTRAP="$(SAM_BOOTSTRAP)" SBOM="$(SBOM_DIR)/plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(HOST_ARCH)).cdx.json" $(SUPPLY_PYTEST) $(PYTEST_ARGS)
+	@BOOTSTRAP="$(SAM_BOOTSTRAP)" SBOM="$(SBOM_DIR)/plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(HOST_ARCH)).cdx.json" \
+	   BUILD_TARGET_DIR="$(SAM_TARGET_DIR)" $(SUPPLY_PYTEST) $(PYTEST_ARGS)
 	@$(MAKE) reproducible
 
 # Two clean release builds, about 4 minutes each on 2 cores: make
@@ -502,7 +504,7 @@ dist: check-cargo tools-zig tools-deploy tools-supply-chain ## The release files
 	@mkdir -p "$(DIST_DIR)"
 	@name=plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(ARCH)); bootstrap=.aws-sam/build-$(SAM_ARCH_$(ARCH))/PlantsFunction/bootstrap; \
 	 $(MAKE) sbom ARCH=$(ARCH) SBOM_BOOTSTRAP="$$bootstrap"; \
-	 BOOTSTRAP="$$bootstrap" SBOM="$(SBOM_FILE)" $(SUPPLY_PYTEST) -k "not can_fail"; \
+	 BOOTSTRAP="$$bootstrap" SBOM="$(SBOM_FILE)" BUILD_TARGET_DIR="$${CARGO_TARGET_DIR:-target}" $(SUPPLY_PYTEST) -k "not can_fail"; \
 	 "$(VENV_PY)" scripts/supply_chain.py zip "$$(dirname "$$bootstrap")" "$(DIST_DIR)/$$name.zip"; \
 	 cp "$(SBOM_FILE)" "$(DIST_DIR)/$$name.cdx.json"; \
 	 (cd "$(DIST_DIR)" && sha256sum "$$name.zip" > "$$name.zip.sha256" && cat "$$name.zip.sha256")
@@ -513,14 +515,30 @@ dist: check-cargo tools-zig tools-deploy tools-supply-chain ## The release files
 # binary run it under qemu-aarch64 (about 4x slower): the supply-chain
 # checks; the black-box tests that start the built function (tests/api:
 # the front-door envelopes, start-up refusals, deadlines and Runtime API
-# faults, hostile envelopes, N = 8 on Managed Instances, logs, traces and
-# the JWKS at init), each given the bootstrap through PLANT_STORE_BINARY;
+# faults, hostile envelopes, N = 8 on Managed Instances, logs, traces, the
+# JWKS at init and the key fetch's span), each given the bootstrap through
+# PLANT_STORE_BINARY;
 # the bench's smoke (the error catalogue, one at a time and at once); and
 # the soak's short form, one at a time and 8 at once.
 # The tests of tests/api that start the built function (libtest's filters:
 # a test runs when its name contains one of them).
 QEMU_TESTS := startup:: runtime_api:: concurrency:: resilience:: prewarm::the_built_function \
-              telemetry:: traces:: jwt::init:: jwt::configuration::
+              telemetry:: traces:: jwt::init:: jwt::configuration:: jwt::key_fetch::
+
+# libtest runs nothing for a filter that matches no test, and passes: a
+# test renamed or moved would drop out of test-arm64-qemu unseen. Each of
+# QEMU_TESTS must name at least one test of tests/api (a substring of its
+# name, as libtest matches).
+check-qemu-tests: check-cargo
+	@list=$$(cargo test --quiet --test api -- --list) \
+	   || $(call fail,cargo test --test api -- --list failed: the test binary does not build); \
+	 names=$$(printf '%s\n' "$$list" | sed -n 's/: test$$//p'); \
+	 for filter in $(QEMU_TESTS); do \
+	   case "$$names" in *"$$filter"*) ;; \
+	     *) $(call fail,QEMU_TESTS filter $$filter matches no test of tests/api: fix the Makefile's QEMU_TESTS) ;; \
+	   esac; \
+	 done; \
+	 echo "ok   each of QEMU_TESTS names at least one test of tests/api"
 
 # What test-arm64-qemu needs and cannot install itself, one line each,
 # before it installs anything (ziglang, the cargo tools, DynamoDB Local).
@@ -530,7 +548,7 @@ check-arm64-qemu: check-cargo
 	@[ -d "$$(rustc --print sysroot)/lib/rustlib/$(TRIPLE_arm64)/lib" ] \
 	   || $(call fail,the aarch64 Rust standard library is missing: rustup target add $(TRIPLE_arm64) (from rustup's server))
 
-test-arm64-qemu: check-arm64-qemu ## The arm64 bootstrap of sam build, checked and run under qemu-aarch64: supply chain, tests/api's black-box tests, smoke, soak (needs qemu-user, libc6-arm64-cross and the aarch64 std)
+test-arm64-qemu: check-arm64-qemu check-qemu-tests ## The arm64 bootstrap of sam build, checked and run under qemu-aarch64: supply chain, tests/api's black-box tests, smoke, soak (needs qemu-user, libc6-arm64-cross and the aarch64 std)
 	@$(MAKE) check-java tools-zig tools-deploy tools-supply-chain tools-test
 	@# The template's own default Architecture, as a plain sam build (and make deploy) builds it.
 	$(SAM) build --template template.yaml --build-dir $(ARM64_BUILD_DIR)

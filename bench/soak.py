@@ -15,6 +15,9 @@ is told it may take N invocations at once (`AWS_LAMBDA_MAX_CONCURRENCY`, as
 on Lambda Managed Instances), must park N `GET /next` at once, and the
 emulator keeps N creates in flight, each answer matched to its request id
 and invocation id; memory is read while every worker waits in `GET /next`.
+At each checkpoint the X-Ray daemon's stand-in is read too: with
+`--sampled`, spans must have arrived since the last one, every datagram
+marked `T1S` and holding one invocation's SERVER span; without, none.
 
     bench/soak.py                                     # 200,000 invocations, release build (make soak)
     bench/soak.py --invocations 20000 --profile debug --max-growth-mb 0.5      # the short version in make test
@@ -32,10 +35,38 @@ import sys
 import tempfile
 
 from fixtures import Events, Run, check_answers, check_created
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from run import at_least
 from subjects import build_rust, fail, log, rust_subject
 
 BASELINE = 2_000  # the invocation growth is measured from
+
+
+def trace_problems(datagrams, window, sampled):
+    """What is wrong with the datagrams the daemon's stand-in holds after
+    `window` invocations, all sampled or none.
+
+    The stand-in is read only here, between invocations: reading it while
+    they run would take CPU from the function whose memory is measured.
+    Meanwhile the kernel keeps what fits in the socket's receive buffer (a
+    few tens of datagrams) and drops the rest, as UDP may, so a window
+    holds at least one datagram and at most one per invocation, not one
+    for each."""
+    if not sampled:
+        return [f"{len(datagrams)} trace datagrams sent for unsampled invocations"] if datagrams else []
+    if not datagrams:
+        return [f"no trace datagram arrived in a window of {window:,} sampled invocations"]
+    problems = []
+    if marks := {mark for mark, _ in datagrams} - {"T1S"}:
+        problems.append(f"datagrams marked {sorted(marks)} for sampled invocations")
+    if len(datagrams) > window:
+        problems.append(f"{len(datagrams)} datagrams for {window:,} invocations")
+    servers = [sum(span.kind == Span.SPAN_KIND_SERVER for span in spans) for _, spans in datagrams]
+    if odd := [n for n in servers if n != 1]:
+        problems.append(f"{len(odd)} datagrams without exactly one SERVER span ({sorted(set(odd))})")
+    if crossed := [spans for _, spans in datagrams if len({span.trace_id for span in spans}) != 1]:
+        problems.append(f"{len(crossed)} datagrams with the spans of more than one trace")
+    return problems
 
 
 def soak(binary, invocations, checkpoints, scratch, concurrency=1, sampled=False):
@@ -55,17 +86,25 @@ def soak(binary, invocations, checkpoints, scratch, concurrency=1, sampled=False
                 fn.api.wait_next(timeout=10, count=concurrency)
             except TimeoutError:
                 fail(f"the function parked {len(fn.api.parked)} of {concurrency} GET /next at once")
+            run.daemon.datagrams()  # anything sent before the first invocation
             for n in marks:
                 if concurrency == 1:
                     for _ in range(n - done):
                         check_created(subject, fn.invoke(events.create())[0])
                 else:
                     check_answers(subject, fn.serve((events.create() for _ in range(n - done)), concurrency))
-                done = n
+                window, done = n - done, n
                 fn.api.wait_next(count=concurrency)  # every worker idle in GET /next, as between invocations
                 hwm, rss = fn.kib(), fn.kib("VmRSS")
-                rows.append({"invocation": n, "peak_rss_kib": hwm, "rss_kib": rss})
-                log(f"  {n:>9,} invocations: peak RSS {hwm / 1024:7.2f} MB, RSS {rss / 1024:7.2f} MB")
+                # Every invocation of the window is over: its spans are sent.
+                datagrams = run.daemon.datagrams()
+                if problems := trace_problems(datagrams, window, sampled):
+                    fail(f"after invocation {n:,}: " + "; ".join(problems))
+                rows.append({"invocation": n, "peak_rss_kib": hwm, "rss_kib": rss, "datagrams": len(datagrams)})
+                log(
+                    f"  {n:>9,} invocations: peak RSS {hwm / 1024:7.2f} MB, RSS {rss / 1024:7.2f} MB, "
+                    f"{len(datagrams)} trace datagrams read"
+                )
         if (stored := run.ddb.count(table)) != invocations:
             fail(f"{invocations} creates answered 200 but the table holds {stored} items")
     return rows

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use plant_store::store::{DynamoStore, OPERATION_TIMEOUT, PREWARM_TIMEOUT};
+use plant_store::store::{DynamoStore, PREWARM_TIMEOUT};
 
 use crate::helpers::{DEV_TOKEN, TestApp, built_function, client_for, unique_name};
 
@@ -34,7 +34,7 @@ async fn the_prewarm_succeeds_against_a_live_table() {
 }
 
 #[tokio::test]
-async fn a_prewarm_against_a_refused_port_fails_at_once_and_requests_still_get_503() {
+async fn a_prewarm_against_a_refused_port_fails_on_the_refusal_and_requests_still_get_503() {
     let client = client_for(&refused_endpoint());
     let table = unique_name("plants");
     let store = DynamoStore::new(client.clone(), &table);
@@ -42,15 +42,21 @@ async fn a_prewarm_against_a_refused_port_fails_at_once_and_requests_still_get_5
     let started = Instant::now();
     let result = store.prewarm().await;
 
-    assert!(result.is_err(), "{result:?}");
-    assert!(started.elapsed() < PREWARM_TIMEOUT, "{:?}", started.elapsed());
+    // Ended by the refusal, not by its timeout: what "at once" means here
+    // whatever the machine's load, which could stretch any wall-clock bound.
+    let err = result.expect_err("a refused connection fails the pre-warm");
+    assert!(
+        err.to_string().contains("Connection refused"),
+        "{err} after {:?}",
+        started.elapsed()
+    );
     let app = TestApp::with_store(client, store, table);
     let response = app.create(r#"{"id":1,"name":"Fern"}"#).await;
     assert_eq!(response.status, 503, "{}", response.body);
 }
 
 #[tokio::test]
-async fn a_prewarm_against_a_store_that_never_answers_gives_up_within_its_budget() {
+async fn a_prewarm_against_a_store_that_never_answers_gives_up_after_one_attempt_not_before_its_timeout() {
     // Accepts connections and never answers, like a black-holed route.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let endpoint = format!("http://{}", listener.local_addr().expect("address"));
@@ -71,14 +77,12 @@ async fn a_prewarm_against_a_store_that_never_answers_gives_up_within_its_budget
     let elapsed = started.elapsed();
 
     assert!(result.is_err(), "{result:?}");
-    // Its own budget, not the request path's: one attempt, given up at
-    // its timeout (a timer never ends early), long before the request
-    // path's would end.
+    // Its own budget, not the request path's, which retries: one attempt.
+    // How long after its timeout it gave up is the machine's business (a
+    // busy one only makes it later); that it waited that long is not (a
+    // timer never ends early).
     assert_eq!(connections.load(Ordering::SeqCst), 1, "attempts");
-    assert!(
-        elapsed >= PREWARM_TIMEOUT && elapsed < OPERATION_TIMEOUT,
-        "{elapsed:?}"
-    );
+    assert!(elapsed >= PREWARM_TIMEOUT, "{elapsed:?}");
     accept.abort();
 }
 

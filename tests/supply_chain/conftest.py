@@ -2,7 +2,9 @@
 
 BOOTSTRAP names the bootstrap to check (make supply-chain passes the one
 `sam build` made); SBOM its CycloneDX SBOM from `make sbom`, when there is
-one; RUST_AUDIT_INFO the reader of cargo-auditable's list. The helpers live
+one; BUILD_TARGET_DIR the target directory of the build that made it (the
+SBOM is held against rustc's dep-info there); RUST_AUDIT_INFO the reader of
+cargo-auditable's list. The helpers live
 in scripts/supply_chain.py, which `make sbom` and `make reproducible` share.
 """
 

@@ -159,3 +159,46 @@ def test_an_object_file_is_not_taken_for_a_bootstrap(tmp_path):
     subprocess.run(["cc", "-c", "-o", "part.o", "part.c"], check=True, cwd=tmp_path)
     with pytest.raises(supply_chain.SupplyChainError, match="not a 64-bit ELF executable"):
         supply_chain.elf_target(tmp_path / "part.o")
+
+
+# A bootstrap's list and its build, as data: the function, a path package,
+# two crates compiled in, and one surplus entry cargo-auditable writes on
+# stable (a proc macro's helper, compiled for the build machine only).
+LISTED = {
+    ("plant-store", "1.0.0"): "local",
+    ("lambda-host", "0.1.0"): "local",
+    ("tokio", "1.54.1"): "crates.io",
+    ("serde", "1.0.229"): "crates.io",
+    ("syn", "2.0.117"): "crates.io",
+}
+BUILT = ({("tokio", "1.54.1"), ("serde", "1.0.229")}, {"plant_store", "lambda_host"})
+NAMED = {("plant-store", "1.0.0"), ("lambda-host", "0.1.0"), ("tokio", "1.54.1"), ("serde", "1.0.229")}
+
+SBOM_CASES = {
+    "a crate compiled in, missing": (
+        "was compiled for the bootstrap's target and is in its list, but not in the SBOM",
+        NAMED - {("serde", "1.0.229")},
+    ),
+    "a path package missing": ("a path package the bootstrap lists as compiled in", NAMED - {("lambda-host", "0.1.0")}),
+    "a crate the bootstrap lacks": ("the bootstrap does not list it", NAMED | {("ring", "0.17.14")}),
+    "another version": ("the bootstrap does not list it", NAMED - {("tokio", "1.54.1")} | {("tokio", "1.54.0")}),
+    "a listed crate not compiled for the target": (
+        "was not compiled for the bootstrap's target",
+        NAMED | {("syn", "2.0.117")},
+    ),
+}
+
+
+def test_the_sbom_comparison_passes_an_sbom_of_exactly_what_the_build_compiled_in():
+    from test_sbom import sbom_problems
+
+    assert sbom_problems(NAMED, LISTED, BUILT) == []
+
+
+@pytest.mark.parametrize("case", SBOM_CASES)
+def test_the_sbom_comparison_fails_for_each_kind_of_wrong_sbom(case):
+    from test_sbom import sbom_problems
+
+    wrong, named = SBOM_CASES[case]
+    problems = sbom_problems(named, LISTED, BUILT)
+    assert any(wrong in p for p in problems), (wrong, problems)

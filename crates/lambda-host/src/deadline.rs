@@ -28,6 +28,14 @@ pub const ANSWER_MARGIN: Duration = Duration::from_millis(250);
 /// never cut short by the loop.
 pub(crate) const BACKSTOP_MARGIN: Duration = Duration::from_millis(100);
 
+// The loop's cut comes strictly before the deadline, and strictly after the
+// handler's: a backstop at the deadline itself, or one that would cut a
+// handler keeping to its own margin, does not build.
+const _: () = assert!(
+    BACKSTOP_MARGIN.as_millis() > 0 && BACKSTOP_MARGIN.as_millis() < ANSWER_MARGIN.as_millis(),
+    "0 < BACKSTOP_MARGIN < ANSWER_MARGIN"
+);
+
 /// The point in time `margin` before a deadline given as Unix time in
 /// milliseconds, on the monotonic clock. A deadline already past (or within
 /// the margin) is now. `None`, the same as no deadline at all, when it is
@@ -95,6 +103,47 @@ mod tests {
             before_at(deadline_ms, ANSWER_MARGIN, wall, now),
             Some(now + Duration::from_millis(2_750))
         );
+    }
+
+    /// The deadline `ahead` of `now`, on the monotonic clock.
+    fn deadline_in(ahead: Duration) -> (u64, SystemTime, Instant, Instant) {
+        let wall = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let now = Instant::now();
+        let deadline_ms = 1_700_000_000_000 + u64::try_from(ahead.as_millis()).expect("fits");
+        (deadline_ms, wall, now, now + ahead)
+    }
+
+    /// From a deadline a millisecond away to Lambda's longest timeout,
+    /// on both sides of each margin.
+    const AHEAD_MS: [u64; 10] = [1, 50, 99, 100, 101, 249, 250, 251, 3_000, 900_000];
+
+    #[test]
+    fn the_loops_cut_comes_strictly_before_a_deadline_in_the_future() {
+        for ahead in AHEAD_MS.map(Duration::from_millis) {
+            let (deadline_ms, wall, now, deadline) = deadline_in(ahead);
+            let cut = before_at(deadline_ms, BACKSTOP_MARGIN, wall, now).expect("a cut");
+            assert!(
+                cut < deadline,
+                "{ahead:?} ahead: cut {:?} before it",
+                deadline - cut
+            );
+            assert_eq!(cut, now.max(deadline - BACKSTOP_MARGIN), "{ahead:?} ahead");
+        }
+    }
+
+    #[test]
+    fn the_loops_cut_never_comes_before_the_handlers_and_after_it_when_there_is_room() {
+        for ahead in AHEAD_MS.map(Duration::from_millis) {
+            let (deadline_ms, wall, now, _) = deadline_in(ahead);
+            let handler = before_at(deadline_ms, ANSWER_MARGIN, wall, now).expect("a cut");
+            let backstop = before_at(deadline_ms, BACKSTOP_MARGIN, wall, now).expect("a cut");
+            if ahead > BACKSTOP_MARGIN {
+                assert!(handler < backstop, "{ahead:?} ahead");
+            } else {
+                // No room left for either: both give up at once.
+                assert_eq!((handler, backstop), (now, now), "{ahead:?} ahead");
+            }
+        }
     }
 
     #[test]

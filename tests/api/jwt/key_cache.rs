@@ -9,6 +9,8 @@
 //! slow machine can only lengthen. That a request did not wait for the
 //! issuer shows as its answer while the issuer holds every answer back.
 
+use lambda_host::deadline::ANSWER_MARGIN;
+
 use super::*;
 
 /// One step of a key-cache scenario.
@@ -538,16 +540,21 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
     // only the deadline can end the wait.
     server.hold();
     let app = app(&server, patient()).await;
-    // Read before the deadline is set from the clock, so that the time
-    // measured from here is at least the time to the deadline.
-    let started = Instant::now();
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis();
+    // Tokio's clock stands still and jumps to the next timer whenever
+    // nothing else can run, so the handler's cut fires exactly when it is
+    // due: a busy machine delays the test, never the time it reads. The cut
+    // is set on the monotonic clock from the wall clock, as the deadline
+    // below is, so the two compare on the same line.
+    tokio::time::pause();
+    let started = tokio::time::Instant::now();
+    let wall = SystemTime::now();
+    let on_the_clock = std::time::Instant::now();
+    let now_ms = wall.duration_since(UNIX_EPOCH).expect("after 1970").as_millis();
     let mut context = lambda_http::Context::default();
     context.request_id = "deadline-at-the-issuer".to_owned();
     context.deadline = u64::try_from(now_ms).expect("fits") + 600;
+    let deadline = UNIX_EPOCH + Duration::from_millis(context.deadline);
+    let deadline_on_the_clock = on_the_clock + deadline.duration_since(wall).expect("ahead");
 
     let handled = app.app.handle(lambda_http::RequestExt::with_lambda_context(
         request(&Jwt::rs256().encode(), 1),
@@ -555,7 +562,8 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
     ));
     let response: crate::fuzz_targets::JsonResponse =
         promptly("a request whose deadline comes", handled).await.into();
-    let elapsed = started.elapsed();
+    let answered = tokio::time::Instant::now();
+    tokio::time::resume();
 
     assert_eq!(response.status, 503);
     assert_eq!(response.header("retry-after"), Some("1"));
@@ -563,14 +571,19 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
         response.body,
         json!({ "error": 50302, "message": "the request could not be completed in time; retry it (a retry of the same create is safe)" })
     );
-    // Not before the cut, 250 ms before the deadline: 350 ms from `now_ms`,
-    // which `started` precedes (a timer never ends early; 50 ms spare for
-    // the wall clock against the monotonic one). Where the cut lies is
-    // deadline.rs's tests' to check; a late machine may answer later,
-    // never earlier.
+    // Before the deadline: a handler margin of zero answers at the
+    // deadline itself.
     assert!(
-        elapsed >= Duration::from_millis(300),
-        "answered after {elapsed:?}"
+        answered.into_std() < deadline_on_the_clock,
+        "answered {:?} after the deadline (margin {ANSWER_MARGIN:?})",
+        answered.into_std() - deadline_on_the_clock
+    );
+    // And not before its cut: the deadline was more than 599 ms away when
+    // the clock stopped, the cut 250 ms before it.
+    assert!(
+        answered - started > Duration::from_millis(599) - ANSWER_MARGIN,
+        "answered after {:?}",
+        answered - started
     );
     assert_eq!(app.stored(1).await, None, "nothing was written");
 }

@@ -118,7 +118,9 @@ fn fxhash(text: &str) -> u128 {
     })
 }
 
-/// What the function posted: path, headers (lower-case names), JSON body.
+/// What the function posted: path, headers (lower-case names), JSON body,
+/// and when the stand-in had all of it (the wall clock, as Lambda's
+/// deadlines are).
 #[derive(Debug)]
 pub struct Posted {
     /// The path posted to (`…/{id}/response`, `…/{id}/error`, `…/init/error`).
@@ -127,12 +129,25 @@ pub struct Posted {
     pub headers: HashMap<String, String>,
     /// Its body, as JSON.
     pub body: Value,
+    pub arrived: SystemTime,
 }
 
 impl Posted {
     /// The header `name` (lower case), if posted.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
+    }
+
+    /// How long before `invocation`'s deadline the stand-in had this
+    /// answer, as a wall-clock difference; negative when after it.
+    pub fn ahead_of_deadline_ms(&self, invocation: &Invocation) -> i128 {
+        let deadline_ms = invocation.deadline_ms.expect("an invocation with a deadline");
+        let arrived_ms = self
+            .arrived
+            .duration_since(UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis();
+        i128::from(deadline_ms) - i128::try_from(arrived_ms).expect("ms fit in i128")
     }
 
     /// The request id in the path of an answer (`…/invocation/{id}/…`).
@@ -465,8 +480,14 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                 queue.outstanding = queue.outstanding.saturating_sub(1);
                 state.changed.notify_all();
             }
+            let arrived = SystemTime::now();
             let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let _ = posted.send(Posted { path, headers, body });
+            let _ = posted.send(Posted {
+                path,
+                headers,
+                body,
+                arrived,
+            });
             const ACCEPTED: &str = r#"{"status":"OK"}"#;
             write!(
                 writer,
