@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use lambda_host::deadline;
 use lambda_host::envelope::Repairs;
-use lambda_host::logging::ErrorChain;
 use lambda_host::{Handler, to_json};
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
@@ -15,7 +14,7 @@ use lambda_http::{Body, Request, RequestExt, Response, tracing};
 use serde::Serialize;
 
 use crate::auth::Authenticator;
-use crate::error::{ApiError, Waiting};
+use crate::error::{ApiError, ErrorChain, Waiting};
 use crate::plant::{BodyError, MAX_BODY_BYTES, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
 use crate::telemetry::{Invocation, Telemetry};

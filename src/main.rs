@@ -29,9 +29,13 @@ async fn init(config: Config, trust: Trust) -> Result<App<DynamoStore>, Error> {
     let store = DynamoStore::new(dynamo_client(&sdk_config), config.table_name);
 
     // With JWTs on, the issuer's keys are fetched during init too, while
-    // the pre-warm runs: both mostly wait on the network.
-    let authenticator = config.authenticator.clone();
-    let keys = tokio::spawn(async move { authenticator.prepare().await });
+    // the pre-warm runs: both mostly wait on the network. They come
+    // through the host's connector for calls outside AWS.
+    let authenticator = config
+        .authenticator
+        .with_http_connector(sdk::http_connector(&trust));
+    let preparing = authenticator.clone();
+    let keys = tokio::spawn(async move { preparing.prepare().await });
     if config.prewarm {
         let started = Instant::now();
         match Box::pin(store.prewarm()).await {
@@ -51,7 +55,7 @@ async fn init(config: Config, trust: Trust) -> Result<App<DynamoStore>, Error> {
     }
 
     let telemetry = Telemetry::new(config.telemetry, Stdout);
-    Ok(App::new(store, config.authenticator).with_telemetry(telemetry))
+    Ok(App::new(store, authenticator).with_telemetry(telemetry))
 }
 
 /// The DynamoDB client, with the store's time budgets and the host's trace

@@ -83,22 +83,6 @@ fn filter(level: Option<&str>) -> EnvFilter {
     EnvFilter::builder().parse_lossy(format!("{level},{RAW_EVENT_TARGET}={capped}"))
 }
 
-/// An error with its whole source chain on one line, for the log.
-#[derive(Debug, Clone, Copy)]
-pub struct ErrorChain<'a>(pub &'a dyn std::error::Error);
-
-impl std::fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(err) = source {
-            write!(f, ": {err}")?;
-            source = err.source();
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
