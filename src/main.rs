@@ -33,7 +33,7 @@ async fn init(config: Config, trust: Trust) -> Result<App<DynamoStore>, Error> {
     // through the host's connector for calls outside AWS.
     let authenticator = config
         .authenticator
-        .with_http_connector(sdk::http_connector(&trust));
+        .with_http_connector(|| sdk::http_connector(&trust));
     let preparing = authenticator.clone();
     let keys = tokio::spawn(async move { preparing.prepare().await });
     if config.prewarm {

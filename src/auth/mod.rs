@@ -158,13 +158,14 @@ impl Authenticator {
     }
 
     /// The same authenticator, its JWT verifier (if any) fetching the
-    /// issuer's keys through `connector`: the function hands it the host's
-    /// outbound connector, which honours `AWS_CA_BUNDLE` and the proxy
-    /// variables. Before `prepare` and the first request: the verifier's
-    /// key cache starts empty.
-    pub fn with_http_connector(self, connector: SharedHttpConnector) -> Self {
+    /// issuer's keys through the connector `connector` makes: the function
+    /// hands it the host's outbound connector, which honours
+    /// `AWS_CA_BUNDLE` and the proxy variables. Called only with JWTs on,
+    /// so static tokens alone never build one. Before `prepare` and the
+    /// first request: the verifier's key cache starts empty.
+    pub fn with_http_connector(self, connector: impl FnOnce() -> SharedHttpConnector) -> Self {
         Self {
-            jwt: self.jwt.map(|jwt| jwt.with_http_connector(connector)),
+            jwt: self.jwt.map(|jwt| jwt.with_http_connector(connector())),
             ..self
         }
     }

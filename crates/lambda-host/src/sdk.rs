@@ -19,7 +19,6 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use aws_config::environment::{EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider};
@@ -27,10 +26,7 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
 use aws_smithy_http_client::{Builder, Connector, ConnectorBuilder, proxy::ProxyConfig};
-use aws_smithy_runtime_api::client::http::{
-    HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::http::{HttpConnectorSettings, SharedHttpConnector};
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use rustls::RootCertStore;
 use rustls::pki_types::CertificateDer;
@@ -164,41 +160,25 @@ pub async fn load(trust: &Trust) -> SdkConfig {
 /// webhook. It trusts the platform's roots, and with `AWS_CA_BUNDLE` set
 /// that file's certificates too (an issuer on a private CA, a
 /// TLS-inspecting proxy); it goes through the proxy the variables name, as
-/// the SDK's client does. It is built at its first call, so a process that
-/// never calls out never reads the platform's roots.
+/// the SDK's client does. Building it reads and parses the platform's
+/// roots (about 150 certificates): build it during init, and only when the
+/// function calls out.
 ///
-/// Send it requests with [`HttpConnector::call`]; clones share its
-/// connections.
+/// Send it requests with
+/// [`HttpConnector::call`](aws_smithy_runtime_api::client::http::HttpConnector::call);
+/// clones share its connections.
 pub fn http_connector(trust: &Trust) -> SharedHttpConnector {
     let roots = match trust {
         Trust::AmazonTrustServices => TrustStore::default(),
         Trust::Bundle { pem, .. } => TrustStore::default().with_pem_certificate(pem.clone()),
     };
-    SharedHttpConnector::new(Outbound {
-        roots,
-        connector: OnceLock::new(),
-    })
+    SharedHttpConnector::new(connector(roots, None, None, Some(OUTBOUND_IDLE)))
 }
 
 /// How long a connection outside AWS stays pooled, idle: well under the
 /// minute or more after which servers close idle connections, so that a
 /// call after a quiet spell does not meet one closed under it.
 const OUTBOUND_IDLE: Duration = Duration::from_secs(30);
-
-/// The connector of [`http_connector`], built at its first call.
-#[derive(Debug)]
-struct Outbound {
-    roots: TrustStore,
-    connector: OnceLock<Connector>,
-}
-
-impl HttpConnector for Outbound {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        self.connector
-            .get_or_init(|| connector(self.roots.clone(), None, None, Some(OUTBOUND_IDLE)))
-            .call(request)
-    }
-}
 
 /// The connector the SDK's default client builds (aws-smithy-runtime's
 /// `default_https_client`: rustls on aws-lc-rs, the proxy variables), with

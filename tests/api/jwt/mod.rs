@@ -37,6 +37,7 @@ mod configuration;
 mod init;
 mod key_cache;
 mod key_fetch;
+mod outbound;
 mod tokens;
 
 /// Not fetched: the tests configure `PLANTS_JWT_JWKS_URL`, except where
