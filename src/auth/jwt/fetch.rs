@@ -389,6 +389,140 @@ impl std::error::Error for FetchError {}
 mod tests {
     use super::*;
     use lambda_http::http::HeaderValue;
+    use lambda_http::tracing::field::{Field, Visit};
+    use lambda_http::tracing::span::{Attributes, Id, Record};
+    use lambda_http::tracing::subscriber::layer::{Context, SubscriberExt};
+    use lambda_http::tracing::subscriber::util::SubscriberInitExt;
+    use lambda_http::tracing::subscriber::{Layer, Registry};
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// Every span opened while it is the subscriber: its name and the
+    /// fields it was given a value for, as text.
+    #[derive(Clone, Default)]
+    struct Spans(Arc<Mutex<Vec<Opened>>>);
+
+    type Recorded = BTreeMap<String, String>;
+
+    struct Opened {
+        id: Id,
+        name: &'static str,
+        fields: Recorded,
+    }
+
+    struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+    impl Visit for Fields<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0.insert(field.name().to_owned(), format!("{value:?}"));
+        }
+
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.insert(field.name().to_owned(), value.to_owned());
+        }
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for Spans {
+        fn on_new_span(&self, attributes: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
+            let mut fields = BTreeMap::new();
+            attributes.record(&mut Fields(&mut fields));
+            let name = attributes.metadata().name();
+            let id = id.clone();
+            self.0.lock().unwrap().push(Opened { id, name, fields });
+        }
+
+        fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+            let mut spans = self.0.lock().unwrap();
+            let span = spans.iter_mut().rev().find(|span| span.id == *id).unwrap();
+            values.record(&mut Fields(&mut span.fields));
+        }
+    }
+
+    /// One GET of `url` under a subscriber that keeps its spans: the span's
+    /// name and fields.
+    async fn span_of_a_get(url: &str) -> (&'static str, Recorded) {
+        let spans = Spans::default();
+        let _default = Registry::default().with(spans.clone()).set_default();
+        let url = FetchUrl::parse(url).unwrap();
+        let fetcher = JwksFetcher::new(JwksSource::Url(url.clone()), None, Duration::from_secs(60), 1024);
+        let _ = fetcher.get_json::<JwksDocument>(&url).await;
+        let mut spans = spans.0.lock().unwrap();
+        assert_eq!(spans.len(), 1, "one span per GET");
+        let span = spans.remove(0);
+        (span.name, span.fields)
+    }
+
+    fn fields(pairs: &[(&str, &str)]) -> Recorded {
+        pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_get_answered_with_a_404_is_an_error_span_typed_by_its_status() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut head = [0; 1024];
+            let _ = stream.read(&mut head).await.unwrap();
+            let answer = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            stream.write_all(answer).await.unwrap();
+        });
+        let url = format!("http://127.0.0.1:{port}/keys/jwks.json");
+
+        let (name, recorded) = span_of_a_get(&url).await;
+
+        assert_eq!(name, "GET");
+        let port = port.to_string();
+        assert_eq!(
+            recorded,
+            fields(&[
+                ("otel.kind", "client"),
+                ("http.request.method", "GET"),
+                ("url.full", &url),
+                ("server.address", "127.0.0.1"),
+                ("server.port", &port),
+                ("aws.remote.service", "127.0.0.1"),
+                ("aws.remote.operation", "GET /keys"),
+                ("http.response.status_code", "404"),
+                ("error.type", "404"),
+                ("otel.status_code", "error"),
+            ])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_get_that_cannot_connect_is_a_connection_error_span_with_the_cause() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+
+        let (_, mut recorded) = span_of_a_get(&format!("http://localhost:{port}/jwks.json")).await;
+
+        let message = recorded.remove("otel.status_message").unwrap_or_default();
+        assert!(
+            !message.is_empty() && message.len() <= MAX_SPAN_MESSAGE_BYTES,
+            "{message:?}"
+        );
+        assert_eq!(
+            (
+                &recorded["error.type"],
+                &recorded["otel.status_code"],
+                recorded.get("http.response.status_code"),
+                &recorded["aws.remote.operation"],
+            ),
+            (
+                &"ConnectionError".to_owned(),
+                &"error".to_owned(),
+                None,
+                &"GET /jwks.json".to_owned()
+            )
+        );
+    }
 
     #[test]
     fn cache_control_gives_max_age_and_no_cache_counts_as_zero() {
