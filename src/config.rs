@@ -27,7 +27,6 @@ pub enum ConfigError {
     InvalidJwtJwksUrl,
     InvalidJwtScope,
     JwtWithoutIssuer(&'static str),
-    JwtClient(String),
     NoVerifier,
     InvalidPrewarm,
     Telemetry(TelemetrySettingError),
@@ -60,7 +59,6 @@ impl fmt::Display for ConfigError {
                 f,
                 "{variable} is set but PLANTS_JWT_ISSUER is not: set PLANTS_JWT_ISSUER to turn JWT verification on, or unset {variable}"
             ),
-            Self::JwtClient(cause) => write!(f, "PLANTS_JWT_ISSUER is set but {cause}"),
             Self::NoVerifier => f.write_str(
                 "no way to verify bearer tokens: set PLANTS_TOKEN_SHA256 (comma-separated SHA-256 hex digests of the accepted tokens) or PLANTS_JWT_ISSUER",
             ),
@@ -101,12 +99,7 @@ impl Config {
             }
             None => None,
         };
-        let jwt = match jwt_settings(&get)? {
-            Some(settings) => {
-                Some(JwtVerifier::new(settings).map_err(|err| ConfigError::JwtClient(err.to_string()))?)
-            }
-            None => None,
-        };
+        let jwt = jwt_settings(&get)?.map(JwtVerifier::new);
         let authenticator = Authenticator::new(static_tokens, jwt).ok_or(ConfigError::NoVerifier)?;
         let prewarm = match get("PLANTS_PREWARM") {
             Some(value) => parse_switch(&value).ok_or(ConfigError::InvalidPrewarm)?,

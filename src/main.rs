@@ -36,13 +36,17 @@ async fn init(
     let store = DynamoStore::new(dynamo_client(&sdk_config), config.table_name);
 
     // With JWTs on, the issuer's keys are fetched during init too, while
-    // the pre-warm runs: both mostly wait on the network.
-    // Refreshes of the keys behind a request end before a freeze.
-    config.authenticator.spawn_fetches_with(|fetch| {
+    // the pre-warm runs: both mostly wait on the network. They come
+    // through the host's connector for calls outside AWS, and a refresh
+    // started behind a request ends before the environment is frozen.
+    let authenticator = config
+        .authenticator
+        .with_http_connector(|| sdk::http_connector(&trust));
+    authenticator.spawn_fetches_with(|fetch| {
         lambda_host::spawn(fetch);
     });
-    let authenticator = config.authenticator.clone();
-    let keys = tokio::spawn(async move { authenticator.prepare().await });
+    let preparing = authenticator.clone();
+    let keys = tokio::spawn(async move { preparing.prepare().await });
     if config.prewarm {
         let started = Instant::now();
         match Box::pin(store.prewarm()).await {
@@ -62,7 +66,7 @@ async fn init(
     }
 
     let telemetry = Telemetry::new(config.telemetry, Stdout);
-    let app = Arc::new(App::new(store, config.authenticator).with_telemetry(telemetry));
+    let app = Arc::new(App::new(store, authenticator).with_telemetry(telemetry));
     Ok(service_fn(move |request| {
         let app: Arc<App<DynamoStore>> = Arc::clone(&app);
         async move { Ok(app.handle(request).await) }

@@ -230,16 +230,30 @@ fn classify<R: fmt::Debug + Send + Sync + 'static>(err: SdkError<PutItemError, R
 }
 
 /// Error codes that say "retry later", modeled by the generated enum or
-/// not: throttling (the platform's one list), and the service's own
-/// unavailability.
+/// not: throttling, and the service's own unavailability.
 fn is_transient_code(code: Option<&str>) -> bool {
     code.is_some_and(|code| {
-        lambda_host::sdk::is_throttling(code)
+        is_throttling(code)
             || matches!(
                 code,
                 "ServiceUnavailable" | "ServiceUnavailableException" | "InternalFailure"
             )
     })
+}
+
+/// The error codes with which AWS services say they throttled a request:
+/// DynamoDB's with a 400, not a 429, and the SDKs' generic ones.
+const THROTTLING: [&str; 4] = [
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "Throttling",
+    "ThrottlingException",
+];
+
+/// Whether an AWS error code says the request was throttled: worth a retry
+/// later, and not the caller's fault.
+fn is_throttling(code: &str) -> bool {
+    THROTTLING.contains(&code)
 }
 
 /// An in-memory store with the same semantics, for handler tests and

@@ -11,6 +11,7 @@ mod static_tokens;
 
 use std::fmt;
 
+use aws_smithy_runtime_api::client::http::SharedHttpConnector;
 use lambda_http::http::header::{AUTHORIZATION, HeaderMap};
 use lambda_http::tracing;
 
@@ -153,6 +154,19 @@ impl Authenticator {
         Self {
             static_tokens: Some(StaticTokens::from_plaintext(tokens)),
             jwt: None,
+        }
+    }
+
+    /// The same authenticator, its JWT verifier (if any) fetching the
+    /// issuer's keys through the connector `connector` makes: the function
+    /// hands it the host's outbound connector, which honours
+    /// `AWS_CA_BUNDLE` and the proxy variables. Called only with JWTs on,
+    /// so static tokens alone never build one. Before `prepare` and the
+    /// first request: the verifier's key cache starts empty.
+    pub fn with_http_connector(self, connector: impl FnOnce() -> SharedHttpConnector) -> Self {
+        Self {
+            jwt: self.jwt.map(|jwt| jwt.with_http_connector(connector())),
+            ..self
         }
     }
 

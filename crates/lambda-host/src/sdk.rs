@@ -1,5 +1,6 @@
-//! The AWS SDK's configuration, built once at start, and the certificate
-//! authorities its connections trust.
+//! The clients this process calls out with, built here and nowhere else:
+//! the AWS SDK's configuration, built once at start, and an HTTP connector
+//! for calls outside AWS, with the certificate authorities each trusts.
 //!
 //! Every AWS service endpoint chains to Amazon Trust Services, so the SDK's
 //! connections trust those five roots, compiled in
@@ -8,17 +9,25 @@
 //! rather than the platform's bundle of about 150 (docs/performance.md).
 //! `AWS_CA_BUNDLE`, the variable the other AWS SDKs and the CLI read,
 //! replaces them with a PEM file of the deployer's choosing: the platform's
-//! bundle, a TLS-inspecting proxy's CA, or a local endpoint's. Validation
-//! itself is the SDK's, unchanged.
+//! bundle, a TLS-inspecting proxy's CA, or a local endpoint's.
+//!
+//! A host outside AWS (an OpenID issuer, a webhook) may use any public CA:
+//! [`http_connector`] trusts the platform's roots, and `AWS_CA_BUNDLE`'s
+//! certificates besides. Both go through the proxy that `HTTPS_PROXY`
+//! (`HTTP_PROXY` for plain http, `ALL_PROXY` for either) names, except to
+//! the hosts `NO_PROXY` lists, and validate certificates as the SDK does.
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use aws_config::environment::{EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider};
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
-use aws_smithy_http_client::{Builder, ConnectorBuilder, proxy::ProxyConfig};
+use aws_smithy_http_client::{Builder, Connector, ConnectorBuilder, proxy::ProxyConfig};
+use aws_smithy_runtime_api::client::http::{HttpConnectorSettings, SharedHttpConnector};
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use rustls::RootCertStore;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
@@ -126,25 +135,9 @@ fn authorities(pem: &[u8]) -> Result<usize, ()> {
 /// The SDK's shared configuration, as `aws_config::load_defaults` builds
 /// it, with an HTTP client that trusts `trust`.
 pub async fn load(trust: &Trust) -> SdkConfig {
-    let store = TrustStore::empty().with_pem_certificate(trust.pem().to_vec());
-    // Only the additional server names of a context can fail to build, and
-    // it has none; the SDK's own default context is the fallback.
-    let context = TlsContext::builder()
-        .with_trust_store(store)
-        .build()
-        .unwrap_or_default();
-    // The connector the SDK's default client builds (aws-smithy-runtime's
-    // `default_https_client`), with our TLS context.
+    let roots = TrustStore::empty().with_pem_certificate(trust.pem().to_vec());
     let http_client = Builder::new().build_with_connector_fn(move |settings, components| {
-        let mut connector = ConnectorBuilder::default()
-            .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
-            .tls_context(context.clone());
-        connector.set_connector_settings(settings.cloned());
-        if let Some(components) = components {
-            connector.set_sleep_impl(components.sleep_impl());
-        }
-        connector.set_proxy_config(Some(ProxyConfig::from_env()));
-        connector.build()
+        connector(roots.clone(), settings, components, None)
     });
     let mut loader = aws_config::defaults(BehaviorVersion::latest()).http_client(http_client);
     let env = crate::env::sdk_var;
@@ -163,19 +156,58 @@ pub async fn load(trust: &Trust) -> SdkConfig {
     loader.load().await
 }
 
-/// The error codes with which AWS services say they throttled a request:
-/// DynamoDB's with a 400, not a 429, and the SDKs' generic ones.
-const THROTTLING: [&str; 4] = [
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "Throttling",
-    "ThrottlingException",
-];
+/// An HTTP connector for calls outside AWS: an OpenID issuer's keys, a
+/// webhook. It trusts the platform's roots, and with `AWS_CA_BUNDLE` set
+/// that file's certificates too (an issuer on a private CA, a
+/// TLS-inspecting proxy); it goes through the proxy the variables name, as
+/// the SDK's client does. Building it reads and parses the platform's
+/// roots (about 150 certificates): build it during init, and only when the
+/// function calls out.
+///
+/// Send it requests with
+/// [`HttpConnector::call`](aws_smithy_runtime_api::client::http::HttpConnector::call);
+/// clones share its connections.
+pub fn http_connector(trust: &Trust) -> SharedHttpConnector {
+    let roots = match trust {
+        Trust::AmazonTrustServices => TrustStore::default(),
+        Trust::Bundle { pem, .. } => TrustStore::default().with_pem_certificate(pem.clone()),
+    };
+    SharedHttpConnector::new(connector(roots, None, None, Some(OUTBOUND_IDLE)))
+}
 
-/// Whether an AWS error code says the request was throttled: worth a retry
-/// later, and not the caller's fault.
-pub fn is_throttling(code: &str) -> bool {
-    THROTTLING.contains(&code)
+/// How long a connection outside AWS stays pooled, idle: well under the
+/// minute or more after which servers close idle connections, so that a
+/// call after a quiet spell does not meet one closed under it.
+const OUTBOUND_IDLE: Duration = Duration::from_secs(30);
+
+/// The connector the SDK's default client builds (aws-smithy-runtime's
+/// `default_https_client`: rustls on aws-lc-rs, the proxy variables), with
+/// `roots` to trust. Every connection this process opens, except the
+/// Runtime API's, starts here.
+fn connector(
+    roots: TrustStore,
+    settings: Option<&HttpConnectorSettings>,
+    components: Option<&RuntimeComponents>,
+    idle: Option<Duration>,
+) -> Connector {
+    // Only the additional server names of a context can fail to build, and
+    // it has none; the SDK's own default context is the fallback.
+    let context = TlsContext::builder()
+        .with_trust_store(roots)
+        .build()
+        .unwrap_or_default();
+    let mut connector = ConnectorBuilder::default()
+        .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
+        .tls_context(context);
+    connector.set_connector_settings(settings.cloned());
+    if let Some(components) = components {
+        connector.set_sleep_impl(components.sleep_impl());
+    }
+    connector.set_proxy_config(Some(ProxyConfig::from_env()));
+    if let Some(idle) = idle {
+        connector.set_pool_idle_timeout(Some(Some(idle)));
+    }
+    connector.build()
 }
 
 /// What the SDK's environment credentials provider needs: both keys, not

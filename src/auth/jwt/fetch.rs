@@ -1,21 +1,24 @@
 //! Fetching the issuer's keys over HTTP: which URLs may be fetched, the
-//! client, and the capped GETs of the discovery document and the JWKS.
+//! connector they go through, and the capped GETs of the discovery document
+//! and the JWKS, each a CLIENT span of the trace.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper::body::Bytes;
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use aws_smithy_http_client::Connector;
+use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+use aws_smithy_runtime_api::client::http::{HttpConnector, SharedHttpConnector};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_types::body::SdkBody;
+use http_body_util::{BodyExt, Limited};
 use lambda_http::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_LENGTH, HeaderMap, USER_AGENT};
 use lambda_http::http::{Request, StatusCode, Uri};
-use lambda_http::tracing;
+use lambda_http::tracing::field::Empty;
+use lambda_http::tracing::{self, Instrument, Span};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -23,6 +26,9 @@ use super::jwks::{JwksDocument, VerifyingKey};
 use crate::error::ErrorChain;
 
 const USER_AGENT_VALUE: &str = concat!("plant-store/", env!("CARGO_PKG_VERSION"));
+
+/// The longest error message a fetch's span carries.
+const MAX_SPAN_MESSAGE_BYTES: usize = 1024;
 
 /// An `https` URL, or an `http` one whose host is a loopback address (tests
 /// and issuers run on a developer's machine). No user info.
@@ -57,22 +63,6 @@ impl fmt::Display for FetchUrl {
     }
 }
 
-/// The HTTP client could not be set up (a broken TLS configuration).
-#[derive(Debug)]
-pub struct ClientError(rustls::Error);
-
-impl fmt::Display for ClientError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot set up TLS for fetching the issuer's keys: {}", self.0)
-    }
-}
-
-impl std::error::Error for ClientError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.0)
-    }
-}
-
 /// Where the keys come from: a configured JWKS URL, or the one the
 /// issuer's discovery document names.
 pub(super) enum JwksSource {
@@ -84,19 +74,41 @@ pub(super) enum JwksSource {
 /// `max_bytes`.
 pub(super) struct JwksFetcher {
     source: JwksSource,
-    client: HttpClient,
+    connector: Option<SharedHttpConnector>,
+    /// Without `connector`, the AWS SDK's default one (the platform's
+    /// roots, no proxy), made at the first fetch: what tests and any other
+    /// caller that hands none get. The function hands the host's, which
+    /// honours `AWS_CA_BUNDLE` and the proxy variables.
+    default: OnceLock<Connector>,
     timeout: Duration,
     max_bytes: usize,
 }
 
 impl JwksFetcher {
-    pub(super) fn new(source: JwksSource, timeout: Duration, max_bytes: usize) -> Result<Self, ClientError> {
-        Ok(Self {
+    pub(super) fn new(
+        source: JwksSource,
+        connector: Option<SharedHttpConnector>,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Self {
+        Self {
             source,
-            client: http_client(timeout)?,
+            connector,
+            default: OnceLock::new(),
             timeout,
             max_bytes,
-        })
+        }
+    }
+
+    fn connector(&self) -> &dyn HttpConnector {
+        match &self.connector {
+            Some(connector) => connector,
+            None => self.default.get_or_init(|| {
+                Connector::builder()
+                    .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
+                    .build()
+            }),
+        }
     }
 
     pub(super) async fn fetch(&self, known_jwks_uri: Option<FetchUrl>) -> Result<Fetched, FetchError> {
@@ -134,16 +146,27 @@ impl JwksFetcher {
         &self,
         url: &FetchUrl,
     ) -> Result<(T, Option<Duration>), FetchError> {
+        let span = client_span(url);
         let exchange = async {
             let request = Request::get(url.0.clone())
                 .header(ACCEPT, "application/json")
                 .header(USER_AGENT, USER_AGENT_VALUE)
-                .body(Empty::<Bytes>::new())
-                .map_err(|_| FetchError::Request)?;
-            // On the request path of a sampled invocation, a CLIENT span.
-            let response = lambda_host::trace::remote_call(&url.0, self.client.request(request))
-                .await
-                .map_err(FetchError::Transport)?;
+                .body(SdkBody::empty())
+                .ok()
+                .and_then(|request| HttpRequest::try_from(request).ok())
+                .ok_or(FetchError::Request)?;
+            let response = match self.connector().call(request).await {
+                Ok(response) => response,
+                Err(err) => {
+                    failed(&span, "ConnectionError", &ErrorChain(&err).to_string());
+                    return Err(FetchError::Transport(err));
+                }
+            };
+            let status = response.status().as_u16();
+            answered(&span, status);
+            let response = response
+                .try_into_http1x()
+                .map_err(|err| FetchError::Body(err.into()))?;
             if response.status() != StatusCode::OK {
                 return Err(FetchError::Status(response.status()));
             }
@@ -169,11 +192,63 @@ impl JwksFetcher {
             let document = serde_json::from_slice(&body).map_err(FetchError::Json)?;
             Ok((document, max_age))
         };
-        match tokio::time::timeout(self.timeout, exchange).await {
+        match tokio::time::timeout(self.timeout, exchange.instrument(span.clone())).await {
             Ok(outcome) => outcome.map_err(|err| err.at(url)),
-            Err(_) => Err(FetchError::Timeout.at(url)),
+            Err(_) => {
+                failed(&span, "TimeoutError", &FetchError::Timeout.to_string());
+                Err(FetchError::Timeout.at(url))
+            }
         }
     }
+}
+
+/// The span of one GET, with the attributes of an HTTP CLIENT span as
+/// OpenTelemetry's conventions and ADOT's attribute generator name them:
+/// the remote service is the host, the remote operation the method and the
+/// path's first segment. A fetch during init or behind a request is in no
+/// invocation's trace, so no trace keeps it.
+fn client_span(url: &FetchUrl) -> Span {
+    let host = url.0.host().unwrap_or("remote");
+    let first_segment = url.0.path().split('/').nth(1).unwrap_or_default();
+    let span = tracing::info_span!(
+        "GET",
+        otel.kind = "client",
+        http.request.method = "GET",
+        url.full = %url,
+        server.address = host,
+        server.port = Empty,
+        aws.remote.service = host,
+        aws.remote.operation = format_args!("GET /{first_segment}"),
+        http.response.status_code = Empty,
+        error.type = Empty,
+        otel.status_code = Empty,
+        otel.status_message = Empty,
+    );
+    if let Some(port) = url.0.port_u16() {
+        span.record("server.port", port);
+    }
+    span
+}
+
+/// An answer came: a 4xx or 5xx makes the span an error, typed by the status.
+fn answered(span: &Span, status: u16) {
+    span.record("http.response.status_code", status);
+    if status >= 400 {
+        span.record("error.type", tracing::field::display(status));
+        span.record("otel.status_code", "error");
+    }
+}
+
+/// No answer came: the span is an error of `kind`, its message cut to
+/// `MAX_SPAN_MESSAGE_BYTES`.
+fn failed(span: &Span, kind: &'static str, message: &str) {
+    let mut end = message.len().min(MAX_SPAN_MESSAGE_BYTES);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    span.record("error.type", kind);
+    span.record("otel.status_code", "error");
+    span.record("otel.status_message", &message[..end]);
 }
 
 pub(super) struct Fetched {
@@ -229,7 +304,7 @@ struct DiscoveryDocument {
 #[derive(Debug)]
 pub(super) enum FetchError {
     Request,
-    Transport(hyper_util::client::legacy::Error),
+    Transport(ConnectorError),
     Status(StatusCode),
     TooLarge,
     Body(Box<dyn std::error::Error + Send + Sync>),
@@ -310,41 +385,144 @@ impl fmt::Display for FetchError {
 
 impl std::error::Error for FetchError {}
 
-type HttpClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
-
-/// hyper with rustls on aws-lc-rs and the platform's CA certificates, as
-/// the AWS SDK does it. Plain http is allowed by the connector because
-/// `FetchUrl` only lets it through for loopback hosts.
-fn http_client(timeout: Duration) -> Result<HttpClient, ClientError> {
-    let native = rustls_native_certs::load_native_certs();
-    let mut roots = rustls::RootCertStore::empty();
-    let (added, _ignored) = roots.add_parsable_certificates(native.certs);
-    if added == 0 {
-        tracing::warn!("no CA certificates found: https fetches of the issuer's keys will fail");
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(ClientError)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_connect_timeout(Some(timeout));
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build(https))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use lambda_http::http::HeaderValue;
+    use lambda_http::tracing::field::{Field, Visit};
+    use lambda_http::tracing::span::{Attributes, Id, Record};
+    use lambda_http::tracing::subscriber::layer::{Context, SubscriberExt};
+    use lambda_http::tracing::subscriber::util::SubscriberInitExt;
+    use lambda_http::tracing::subscriber::{Layer, Registry};
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// Every span opened while it is the subscriber: its name and the
+    /// fields it was given a value for, as text.
+    #[derive(Clone, Default)]
+    struct Spans(Arc<Mutex<Vec<Opened>>>);
+
+    type Recorded = BTreeMap<String, String>;
+
+    struct Opened {
+        id: Id,
+        name: &'static str,
+        fields: Recorded,
+    }
+
+    struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+    impl Visit for Fields<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0.insert(field.name().to_owned(), format!("{value:?}"));
+        }
+
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.insert(field.name().to_owned(), value.to_owned());
+        }
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for Spans {
+        fn on_new_span(&self, attributes: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
+            let mut fields = BTreeMap::new();
+            attributes.record(&mut Fields(&mut fields));
+            let name = attributes.metadata().name();
+            let id = id.clone();
+            self.0.lock().unwrap().push(Opened { id, name, fields });
+        }
+
+        fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+            let mut spans = self.0.lock().unwrap();
+            let span = spans.iter_mut().rev().find(|span| span.id == *id).unwrap();
+            values.record(&mut Fields(&mut span.fields));
+        }
+    }
+
+    /// One GET of `url` under a subscriber that keeps its spans: the span's
+    /// name and fields.
+    async fn span_of_a_get(url: &str) -> (&'static str, Recorded) {
+        let spans = Spans::default();
+        let _default = Registry::default().with(spans.clone()).set_default();
+        let url = FetchUrl::parse(url).unwrap();
+        let fetcher = JwksFetcher::new(JwksSource::Url(url.clone()), None, Duration::from_secs(60), 1024);
+        let _ = fetcher.get_json::<JwksDocument>(&url).await;
+        let mut spans = spans.0.lock().unwrap();
+        assert_eq!(spans.len(), 1, "one span per GET");
+        let span = spans.remove(0);
+        (span.name, span.fields)
+    }
+
+    fn fields(pairs: &[(&str, &str)]) -> Recorded {
+        pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_get_answered_with_a_404_is_an_error_span_typed_by_its_status() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut head = [0; 1024];
+            let _ = stream.read(&mut head).await.unwrap();
+            let answer = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            stream.write_all(answer).await.unwrap();
+        });
+        let url = format!("http://127.0.0.1:{port}/keys/jwks.json");
+
+        let (name, recorded) = span_of_a_get(&url).await;
+
+        assert_eq!(name, "GET");
+        let port = port.to_string();
+        assert_eq!(
+            recorded,
+            fields(&[
+                ("otel.kind", "client"),
+                ("http.request.method", "GET"),
+                ("url.full", &url),
+                ("server.address", "127.0.0.1"),
+                ("server.port", &port),
+                ("aws.remote.service", "127.0.0.1"),
+                ("aws.remote.operation", "GET /keys"),
+                ("http.response.status_code", "404"),
+                ("error.type", "404"),
+                ("otel.status_code", "error"),
+            ])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_get_that_cannot_connect_is_a_connection_error_span_with_the_cause() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+
+        let (_, mut recorded) = span_of_a_get(&format!("http://localhost:{port}/jwks.json")).await;
+
+        let message = recorded.remove("otel.status_message").unwrap_or_default();
+        assert!(
+            !message.is_empty() && message.len() <= MAX_SPAN_MESSAGE_BYTES,
+            "{message:?}"
+        );
+        assert_eq!(
+            (
+                &recorded["error.type"],
+                &recorded["otel.status_code"],
+                recorded.get("http.response.status_code"),
+                &recorded["aws.remote.operation"],
+            ),
+            (
+                &"ConnectionError".to_owned(),
+                &"error".to_owned(),
+                None,
+                &"GET /jwks.json".to_owned()
+            )
+        );
+    }
 
     #[test]
     fn cache_control_gives_max_age_and_no_cache_counts_as_zero() {

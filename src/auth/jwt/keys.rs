@@ -19,7 +19,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use lambda_http::tracing::{self, Instrument};
 use tokio::sync::watch;
 
-use super::fetch::{ClientError, FetchError, FetchUrl, Fetched, JwksFetcher, JwksSource};
+use super::fetch::{FetchError, FetchUrl, Fetched, JwksFetcher};
 use super::jwks::VerifyingKey;
 
 /// How soon a failed fetch of the keys is tried again: the second the 503's
@@ -281,17 +281,17 @@ impl CacheState {
 }
 
 impl KeyCache {
-    pub(super) fn new(source: JwksSource, policy: JwksPolicy) -> Result<Self, ClientError> {
+    pub(super) fn new(fetcher: JwksFetcher, policy: JwksPolicy) -> Self {
         let (completed, _) = watch::channel(0);
-        Ok(Self {
+        Self {
             shared: Arc::new(Shared {
-                fetcher: JwksFetcher::new(source, policy.timeout, policy.max_bytes)?,
+                fetcher,
                 policy,
                 state: RwLock::default(),
                 completed,
                 spawn: OnceLock::new(),
             }),
-        })
+        }
     }
 
     /// Spawns fetches with `spawn` from now on; a second call changes nothing.

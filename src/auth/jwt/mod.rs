@@ -22,8 +22,10 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 
-use self::fetch::JwksSource;
-pub use self::fetch::{ClientError, FetchUrl};
+use aws_smithy_runtime_api::client::http::SharedHttpConnector;
+
+pub use self::fetch::FetchUrl;
+use self::fetch::{JwksFetcher, JwksSource};
 pub use self::keys::{JwksPolicy, Misconfigured, RETRY_INTERVAL, Spawn};
 use self::keys::{KeyCache, Lookup};
 
@@ -131,7 +133,7 @@ fn is_scope_token(scope: &str) -> bool {
 }
 
 /// Verifies JWT access tokens. Built once at start-up; clones share the
-/// key cache and the HTTP client.
+/// key cache and the HTTP connector.
 #[derive(Clone)]
 pub struct JwtVerifier {
     inner: Arc<Inner>,
@@ -139,6 +141,7 @@ pub struct JwtVerifier {
 
 struct Inner {
     settings: JwtSettings,
+    policy: JwksPolicy,
     rs256: Validation,
     es256: Validation,
     keys: KeyCache,
@@ -156,11 +159,25 @@ impl fmt::Debug for JwtVerifier {
 }
 
 impl JwtVerifier {
-    pub fn new(settings: JwtSettings) -> Result<Self, ClientError> {
+    /// A verifier that fetches the issuer's keys through the AWS SDK's
+    /// default connector (the platform's roots, no proxy) until
+    /// [`Self::with_http_connector`] hands it another.
+    pub fn new(settings: JwtSettings) -> Self {
         Self::with_policy(settings, JwksPolicy::default())
     }
 
-    pub fn with_policy(settings: JwtSettings, policy: JwksPolicy) -> Result<Self, ClientError> {
+    pub fn with_policy(settings: JwtSettings, policy: JwksPolicy) -> Self {
+        Self::build(settings, policy, None)
+    }
+
+    /// The same settings and policy, fetching through `connector`, with a
+    /// key cache of its own, empty: hand it over before the first fetch.
+    pub fn with_http_connector(self, connector: SharedHttpConnector) -> Self {
+        let Inner { settings, policy, .. } = &*self.inner;
+        Self::build(settings.clone(), policy.clone(), Some(connector))
+    }
+
+    fn build(settings: JwtSettings, policy: JwksPolicy, connector: Option<SharedHttpConnector>) -> Self {
         // Name the backend rather than rely on feature detection, which
         // panics at the first verification if a second backend is ever
         // enabled. An `Err` means a provider is installed already: ours,
@@ -173,15 +190,16 @@ impl JwtVerifier {
                 issuer: settings.issuer.clone(),
             },
         };
-        let keys = KeyCache::new(source, policy)?;
-        Ok(Self {
+        let fetcher = JwksFetcher::new(source, connector, policy.timeout, policy.max_bytes);
+        Self {
             inner: Arc::new(Inner {
                 rs256: settings.validation(Algorithm::RS256),
                 es256: settings.validation(Algorithm::ES256),
+                keys: KeyCache::new(fetcher, policy.clone()),
                 settings,
-                keys,
+                policy,
             }),
-        })
+        }
     }
 
     pub fn scope(&self) -> &str {

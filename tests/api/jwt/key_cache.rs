@@ -339,9 +339,10 @@ async fn without_a_jwks_url_the_issuers_discovery_document_gives_it() {
     let issuer = server.base_url.clone();
     server.serve(|served| served.discovery_issuer = Some(server.base_url.clone()));
     let settings = JwtSettings::new(&issuer, &[AUDIENCE], None, SCOPE).expect("valid settings");
-    let app = TestApp::with_authenticator(Authenticator::with_jwt(
-        JwtVerifier::with_policy(settings, patient()).expect("an HTTP client"),
-    ))
+    let app = TestApp::with_authenticator(Authenticator::with_jwt(JwtVerifier::with_policy(
+        settings,
+        patient(),
+    )))
     .await;
     let token = Jwt::rs256().claim("iss", json!(issuer));
 
@@ -369,9 +370,10 @@ async fn a_discovery_document_naming_another_issuer_is_not_trusted() {
     let issuer = server.base_url.clone();
     server.serve(|served| served.discovery_issuer = Some("https://attacker.example".into()));
     let settings = JwtSettings::new(&issuer, &[AUDIENCE], None, SCOPE).expect("valid settings");
-    let app = TestApp::with_authenticator(Authenticator::with_jwt(
-        JwtVerifier::with_policy(settings, patient()).expect("an HTTP client"),
-    ))
+    let app = TestApp::with_authenticator(Authenticator::with_jwt(JwtVerifier::with_policy(
+        settings,
+        patient(),
+    )))
     .await;
 
     let response = app

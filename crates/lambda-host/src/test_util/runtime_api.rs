@@ -129,6 +129,7 @@ pub struct Posted {
     pub headers: HashMap<String, String>,
     /// Its body, as JSON.
     pub body: Value,
+    /// When the stand-in had read it whole.
     pub arrived: SystemTime,
 }
 
