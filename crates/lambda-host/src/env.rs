@@ -139,24 +139,22 @@ pub(crate) fn ca_bundle() -> Option<OsString> {
     std::env::var_os(crate::sdk::CA_BUNDLE).filter(|path| !path.is_empty())
 }
 
-/// `AWS_XRAY_DAEMON_ADDRESS`, where Lambda's X-Ray daemon listens when the
-/// function has active tracing: `None` when unset (tracing is off).
-pub(crate) fn daemon_address() -> Option<String> {
-    std::env::var(crate::trace::DAEMON_ADDRESS)
-        .ok()
-        .filter(|value| !value.trim().is_empty())
-}
-
-/// What the spans' resource says of the function, as ADOT's Lambda layer
-/// sets `OTEL_RESOURCE_ATTRIBUTES` from Lambda's variables, and ADOT's
-/// switch for Application Signals (only `true` turns it on, as in ADOT).
-pub(crate) fn tracing() -> crate::trace::Environment {
+/// What the tracer needs of Lambda's environment: the X-Ray daemon's
+/// address (unset: tracing is off), the names of the service and the
+/// function, what the spans' resource says of it (as ADOT's Lambda layer
+/// sets `OTEL_RESOURCE_ATTRIBUTES` from Lambda's variables), ADOT's switch
+/// for Application Signals (only `true` turns it on, as in ADOT) and the
+/// logs' level.
+pub(crate) fn tracing() -> crate::trace::TraceEnv {
     let get = |name| {
         std::env::var(name)
             .ok()
-            .filter(|value: &String| !value.is_empty())
+            .filter(|value: &String| !value.trim().is_empty())
     };
-    crate::trace::Environment {
+    crate::trace::TraceEnv {
+        daemon_address: get(crate::trace::DAEMON_ADDRESS),
+        otel_service_name: get("OTEL_SERVICE_NAME"),
+        powertools_service_name: get("POWERTOOLS_SERVICE_NAME"),
         region: get("AWS_REGION"),
         function_name: get("AWS_LAMBDA_FUNCTION_NAME"),
         function_version: get("AWS_LAMBDA_FUNCTION_VERSION"),
@@ -164,6 +162,7 @@ pub(crate) fn tracing() -> crate::trace::Environment {
         log_group_name: get("AWS_LAMBDA_LOG_GROUP_NAME"),
         application_signals: get(crate::trace::APPLICATION_SIGNALS)
             .is_some_and(|value| value.trim().eq_ignore_ascii_case("true")),
+        log_level: None,
     }
 }
 

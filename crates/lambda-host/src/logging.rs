@@ -6,6 +6,8 @@
 use lambda_http::tracing::Subscriber;
 use lambda_http::tracing::subscriber::filter::{EnvFilter, LevelFilter};
 use lambda_http::tracing::subscriber::fmt::MakeWriter;
+use lambda_http::tracing::subscriber::layer::SubscriberExt as _;
+use lambda_http::tracing::subscriber::registry::LookupSpan;
 use lambda_http::tracing::subscriber::util::SubscriberInitExt;
 use lambda_http::tracing::subscriber::{self, fmt};
 
@@ -23,10 +25,11 @@ fn install<W>(json: bool, level: Option<&str>, writer: W)
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
+    // The spans of traced invocations, at the logs' level.
     if json {
-        json_subscriber(level, writer).init();
+        json_subscriber(level, writer).with(crate::trace::layer()).init();
     } else {
-        builder(level, writer).init();
+        builder(level, writer).finish().with(crate::trace::layer()).init();
     }
 }
 
@@ -40,7 +43,10 @@ where
 /// `span` (the span the invocation loop opens), which tells lines apart when
 /// invocations run at once; the list of enclosing spans is left out, as it
 /// would only repeat them.
-pub fn json_subscriber<W>(level: Option<&str>, writer: W) -> impl Subscriber + Send + Sync + 'static
+pub fn json_subscriber<W>(
+    level: Option<&str>,
+    writer: W,
+) -> impl Subscriber + for<'span> LookupSpan<'span> + Send + Sync + 'static
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {

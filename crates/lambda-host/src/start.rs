@@ -35,6 +35,7 @@ where
     E: Display,
 {
     logging::init();
+    crate::trace::init(&crate::env::tracing());
     let concurrency = Concurrency::from_env();
     let vcpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let runtime = match concurrency {

@@ -106,6 +106,9 @@ pub(super) async fn serve<H: Handler>(
     }
 }
 
+/// Set once the process has served an invocation: the next are warm.
+static WARM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// One invocation: the front door's JSON response, or why there is none.
 async fn invoke<H: Handler>(
     config: &Arc<FunctionConfig>,
@@ -135,6 +138,11 @@ async fn invoke<H: Handler>(
         )
     })?;
     let decoded = envelope::decode(payload).map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
+    let (method, path) = (
+        decoded.request.method().clone(),
+        decoded.request.uri().path().to_owned(),
+    );
+    let function_arn = context.invoked_function_arn.clone();
     let request = decoded.request.with_lambda_context(context);
     // The handler keeps to the deadline by itself (it answers 503 before
     // it); this is for one that does not, so that its worker is not held.
@@ -150,6 +158,17 @@ async fn invoke<H: Handler>(
                 "the handler had not answered shortly before the invocation's deadline".to_owned(),
             )
         })?;
+    trace::server_answer(&trace::ServerAnswer {
+        status: response.status().as_u16(),
+        method: method.as_str(),
+        path: &path,
+        invocation_id: request_id,
+        function_arn: Some(&function_arn)
+            .filter(|arn| !arn.is_empty())
+            .map(String::as_str),
+        cold_start: !WARM.swap(true, std::sync::atomic::Ordering::Relaxed),
+        details: response.extensions().get::<trace::SpanDetails>(),
+    });
     Ok(envelope::encode(decoded.origin, response).await)
 }
 

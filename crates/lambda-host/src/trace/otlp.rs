@@ -17,8 +17,11 @@ const FIXED32: u8 = 5;
 /// `Span.SpanKind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    Internal = 1,
     Server = 2,
     Client = 3,
+    Producer = 4,
+    Consumer = 5,
 }
 
 /// `SpanFlags`: the parent's remoteness is known (bit 8) and, for the span
@@ -34,6 +37,7 @@ pub enum Value<'a> {
     Str(&'a str),
     Int(i64),
     Bool(bool),
+    Double(f64),
     /// A `string[]` attribute (`aws.dynamodb.table_names`).
     Strs(&'a [&'a str]),
 }
@@ -149,6 +153,7 @@ impl<'b> Writer<'b> {
             Value::Bool(flag) => self.uint(2, u64::from(flag)),
             // int64 is a plain varint of the two's complement.
             Value::Int(number) => self.uint(3, number as u64),
+            Value::Double(number) => self.fixed64(4, number.to_bits()),
             Value::Strs(texts) => {
                 self.tag(5, LEN);
                 self.varint(strs_len(texts) as u64);
@@ -169,6 +174,7 @@ impl Value<'_> {
             Self::Str(text) => field_len(text.len()),
             Self::Bool(_) => 2,
             Self::Int(number) => 1 + varint_len_u64(*number as u64),
+            Self::Double(_) => 9,
             Self::Strs(texts) => field_len(strs_len(texts)),
         }
     }
@@ -327,9 +333,22 @@ impl<'b> SpanWriter<'b> {
         self.writer.attribute(9, key, value);
     }
 
+    /// The span's writer, for attributes encoded elsewhere
+    /// ([`Writer::attribute`] with field 9).
+    pub fn writer(&mut self) -> &mut Writer<'b> {
+        &mut self.writer
+    }
+
     /// Fields encoded earlier (attributes as field 9, by [`Writer::attribute`]).
     pub fn raw(&mut self, fields: &[u8]) {
         self.writer.raw(fields);
+    }
+
+    /// `dropped_attributes_count`: attributes past the span's bound.
+    pub fn dropped_attributes(&mut self, count: u32) {
+        if count > 0 {
+            self.writer.uint(10, u64::from(count));
+        }
     }
 
     /// An `exception` event (semantic conventions' `exception.type`,
@@ -394,6 +413,7 @@ mod tests {
             writer.attribute(1, "number", Value::Int(-(length as i64)));
             writer.attribute(1, "flag", Value::Bool(length % 2 == 0));
             writer.attribute(1, "list", Value::Strs(&[&text, "b"]));
+            writer.attribute(1, "ratio", Value::Double(length as f64 / 4.0));
             let mut rest = bytes.as_slice();
             let mut pairs = Vec::new();
             while !rest.is_empty() {
@@ -407,7 +427,7 @@ mod tests {
             assert_eq!(
                 attributes(&pairs),
                 serde_json::json!({
-                    "text": text, "number": -(length as i64), "flag": length % 2 == 0, "list": [text, "b"],
+                    "text": text, "number": -(length as i64), "flag": length % 2 == 0, "list": [text, "b"], "ratio": length as f64 / 4.0,
                 }),
                 "{length}"
             );

@@ -1,0 +1,1 @@
+//! The layer, as a listener in the daemon's place receives its spans.
