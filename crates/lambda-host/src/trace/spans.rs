@@ -475,4 +475,4 @@ pub(super) fn truncated(text: &str) -> &str {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

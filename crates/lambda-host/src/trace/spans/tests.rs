@@ -9,12 +9,13 @@ use super::super::exporter::TraceEnv;
 use super::super::invocation::{self, Here, carried, carry, scope_with};
 use super::*;
 
-const SAMPLED: &str = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+pub(in crate::trace) const SAMPLED: &str =
+    "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
 const TRACE_ID: &str = "5759e988bd862e3fe1be46a994272793";
 
 /// A tracer sending to a listener of the test's own, standing in for
 /// the daemon; leaked, as the process's tracer lives as long as it.
-fn daemon(application_signals: bool) -> (&'static Tracer, std::net::UdpSocket) {
+pub(in crate::trace) fn daemon(application_signals: bool) -> (&'static Tracer, std::net::UdpSocket) {
     let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let environment = TraceEnv {
         powertools_service_name: Some("orders-eu".to_owned()),
@@ -33,7 +34,7 @@ fn daemon(application_signals: bool) -> (&'static Tracer, std::net::UdpSocket) {
 /// Every datagram already received. The sends are synchronous and the
 /// listener is on loopback: by the time the scope has ended, they are
 /// in its buffer or lost.
-fn datagrams(listener: &std::net::UdpSocket) -> Vec<Datagram> {
+pub(in crate::trace) fn datagrams(listener: &std::net::UdpSocket) -> Vec<Datagram> {
     listener.set_nonblocking(true).unwrap();
     let mut buffer = [0; 65_536];
     let mut datagrams = Vec::new();
@@ -50,7 +51,7 @@ fn details(code: u32) -> SpanDetails {
         .annotate("ErrorCode", code)
 }
 
-fn answer(status: u16, details: Option<&SpanDetails>) -> ServerAnswer<'_> {
+pub(in crate::trace) fn answer(status: u16, details: Option<&SpanDetails>) -> ServerAnswer<'_> {
     ServerAnswer {
         status,
         method: "POST",
