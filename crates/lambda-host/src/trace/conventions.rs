@@ -110,12 +110,14 @@ impl Conventions {
 
     /// `aws.trace.flag.sampled` (encoded).
     pub(super) fn sampled_attribute(&self, sampled: bool) -> &[u8] {
-        &self.constant.sampled[usize::from(sampled)]
+        let [off, on] = &self.constant.sampled;
+        if sampled { on } else { off }
     }
 
     /// `faas.coldstart` and `ColdStart` (encoded).
     pub(super) fn cold_start_attributes(&self, cold_start: bool) -> &[u8] {
-        &self.constant.cold_start[usize::from(cold_start)]
+        let [warm, cold] = &self.constant.cold_start;
+        if cold_start { cold } else { warm }
     }
 
     /// Writes `aws.xray.annotations`: the host's, then `keys`, the

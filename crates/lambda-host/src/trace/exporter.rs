@@ -246,21 +246,20 @@ impl Tracer {
         DATAGRAM.with_borrow_mut(|datagram| {
             let mut first = 0;
             while first < ends.len() {
-                let start = if first == 0 {
-                    self.head_room
-                } else {
-                    ends[first - 1]
+                let start = match first.checked_sub(1) {
+                    None => self.head_room,
+                    Some(previous) => ends.get(previous).copied().unwrap_or(self.head_room),
                 };
                 // As many spans as fit, at least one.
                 let mut last = first;
-                while last + 1 < ends.len()
+                while let Some(&next) = ends.get(last + 1)
                     && last + 1 - first < MAX_SPANS_PER_DATAGRAM
-                    && datagram_len(otlp::request_len(resource, scope, ends[last + 1] - start))
-                        <= MAX_DATAGRAM
+                    && datagram_len(otlp::request_len(resource, scope, next - start)) <= MAX_DATAGRAM
                 {
                     last += 1;
                 }
-                let spans = ends[last] - start;
+                let Some(&end) = ends.get(last) else { break };
+                let spans = end - start;
                 first = last + 1;
                 if datagram_len(otlp::request_len(resource, scope, spans)) > MAX_DATAGRAM {
                     // One span alone over the limit, dropped: none of ours
@@ -272,13 +271,19 @@ impl Tracer {
                 }
                 // Never longer than the room, which `start` is past.
                 let head = start - otlp::request_head_len(resource, scope, spans);
-                otlp::request_head(&mut bytes[head..start], &self.resource, &self.scope, spans);
+                let Some(room) = bytes.get_mut(head..start) else {
+                    continue;
+                };
+                otlp::request_head(room, &self.resource, &self.scope, spans);
+                let Some(request) = bytes.get(head..end) else {
+                    continue;
+                };
                 datagram.clear();
                 datagram.extend_from_slice(DAEMON_HEADER);
                 datagram.extend_from_slice(if sampled { b"T1S" } else { b"T1U" });
                 // In SIMD: `base64`'s engine spent half a traced create's
                 // instructions here (docs/performance.md, "Traces").
-                base64_simd::STANDARD.encode_append(&bytes[head..ends[last]], datagram);
+                base64_simd::STANDARD.encode_append(request, datagram);
                 if let Err(err) = self.socket.send(datagram) {
                     self.warn_once(&err);
                 }

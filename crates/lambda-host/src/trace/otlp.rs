@@ -118,10 +118,12 @@ impl<'b> Writer<'b> {
         let length = self.buf.len() - start;
         let mut prefix = [0u8; 10];
         let used = encode_varint(length as u64, &mut prefix);
-        if used == 2 {
-            self.buf[start - 2..start].copy_from_slice(&prefix[..2]);
-        } else {
-            self.buf.splice(start - 2..start, prefix[..used].iter().copied());
+        let prefix = prefix.get(..used).unwrap_or_default();
+        match self.buf.get_mut(start - 2..start) {
+            Some(kept) if used == 2 => kept.copy_from_slice(prefix),
+            _ => {
+                self.buf.splice(start - 2..start, prefix.iter().copied());
+            }
         }
     }
 
@@ -193,13 +195,16 @@ fn field_len(length: usize) -> usize {
 
 fn encode_varint(mut value: u64, out: &mut [u8; 10]) -> usize {
     let mut used = 0;
-    while value >= 0x80 {
-        out[used] = (value as u8) | 0x80;
-        value >>= 7;
+    for slot in out.iter_mut() {
         used += 1;
+        if value < 0x80 {
+            *slot = value as u8;
+            break;
+        }
+        *slot = (value as u8) | 0x80;
+        value >>= 7;
     }
-    out[used] = value as u8;
-    used + 1
+    used
 }
 
 /// `Resource { repeated KeyValue attributes = 1 }`, as field 1 of
@@ -262,17 +267,19 @@ pub fn request_head(out: &mut [u8], resource: &[u8], scope: &[u8], spans: usize)
     let resource_spans = resource.len() + 1 + varint_len(scope_spans) + scope_spans;
     let mut at = 0;
     let mut put = |bytes: &[u8]| {
-        out[at..at + bytes.len()].copy_from_slice(bytes);
+        if let Some(slot) = out.get_mut(at..at + bytes.len()) {
+            slot.copy_from_slice(bytes);
+        }
         at += bytes.len();
     };
     let mut varint = [0u8; 10];
     put(&[1 << 3 | LEN]);
     let used = encode_varint(resource_spans as u64, &mut varint);
-    put(&varint[..used]);
+    put(varint.get(..used).unwrap_or_default());
     put(resource);
     put(&[2 << 3 | LEN]);
     let used = encode_varint(scope_spans as u64, &mut varint);
-    put(&varint[..used]);
+    put(varint.get(..used).unwrap_or_default());
     put(scope);
 }
 
