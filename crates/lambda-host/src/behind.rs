@@ -7,15 +7,18 @@ use lambda_http::tracing::Instrument;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use crate::trace;
+
 /// Tasks spawned with [`spawn`] that have not ended, process-wide.
 static PENDING: AtomicUsize = AtomicUsize::new(0);
 static ENDED: Notify = Notify::const_new();
 
 /// Spawns `future` as `tokio::spawn` does, for work a request starts
 /// behind its answer:
-/// - it stays in the `tracing` span it was spawned from, and so in the
-///   invocation's trace: its spans are children of the span that spawned
-///   it, in the same datagram while the invocation's spans have not gone;
+/// - it stays in the `tracing` span it was spawned from, and in the
+///   invocation: its spans are children of the span that spawned it, in
+///   the same datagram while the invocation's spans have not gone, and its
+///   AWS SDK requests carry the invocation's trace header;
 /// - on classic Lambda, where the environment is frozen as soon as the
 ///   host asks for the next invocation, the host waits for it first (until
 ///   shortly before the invocation's deadline), so that it ends now rather
@@ -31,10 +34,11 @@ where
     F::Output: Send + 'static,
 {
     let pending = Pending::new();
+    let invocation = trace::carry();
     tokio::spawn(
         async move {
             let _pending = pending;
-            future.await
+            trace::carried(invocation, future).await
         }
         .in_current_span(),
     )

@@ -10,6 +10,8 @@ use std::num::NonZeroU32;
 use lambda_http::http::Uri;
 use lambda_http::lambda_runtime::Config as FunctionConfig;
 
+use crate::trace::{APPLICATION_SIGNALS, DAEMON_ADDRESS, TraceEnv};
+
 /// Set by Lambda on Managed Instances: invocations one environment takes at once.
 const MAX_CONCURRENCY: &str = "AWS_LAMBDA_MAX_CONCURRENCY";
 const RUNTIME_API: &str = "AWS_LAMBDA_RUNTIME_API";
@@ -105,8 +107,8 @@ pub(crate) struct LambdaEnv {
     /// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set (to anything), as
     /// `lambda_http` reads it: a REST API's stage stays out of the URI.
     pub ignore_stage_in_path: bool,
-    /// What the tracer needs.
-    pub trace: crate::trace::Environment,
+    /// What the tracer needs (its level is the logs', set by the caller).
+    pub trace: TraceEnv,
 }
 
 impl LambdaEnv {
@@ -123,9 +125,10 @@ impl LambdaEnv {
             log_json: get("AWS_LAMBDA_LOG_FORMAT").is_some_and(|format| format.eq_ignore_ascii_case("json")),
             log_level: get("AWS_LAMBDA_LOG_LEVEL"),
             ignore_stage_in_path: std::env::var_os(IGNORE_STAGE_IN_PATH).is_some(),
-            trace: crate::trace::Environment {
+            trace: TraceEnv {
                 daemon_address: get(DAEMON_ADDRESS).filter(|value| !value.trim().is_empty()),
-                service_name: get("OTEL_SERVICE_NAME").or_else(|| get("POWERTOOLS_SERVICE_NAME")),
+                otel_service_name: get("OTEL_SERVICE_NAME"),
+                powertools_service_name: get("POWERTOOLS_SERVICE_NAME"),
                 region: get("AWS_REGION"),
                 function_name: get("AWS_LAMBDA_FUNCTION_NAME"),
                 function_version: get("AWS_LAMBDA_FUNCTION_VERSION"),
@@ -134,23 +137,16 @@ impl LambdaEnv {
                 // Only `true` turns it on, as in ADOT.
                 application_signals: get(APPLICATION_SIGNALS)
                     .is_some_and(|value| value.trim().eq_ignore_ascii_case("true")),
+                log_level: None,
             },
         }
     }
 }
 
-/// Where Lambda says its X-Ray daemon (now its OTLP-over-UDP endpoint too)
-/// listens, when the function has active tracing.
-pub(crate) const DAEMON_ADDRESS: &str = "AWS_XRAY_DAEMON_ADDRESS";
-
-/// ADOT's switch for Application Signals: when `true`, invocations Lambda
-/// did not sample send their spans too, marked `T1U`, so that Application
-/// Signals counts every request.
-pub(crate) const APPLICATION_SIGNALS: &str = "OTEL_AWS_APPLICATION_SIGNALS_ENABLED";
-
 const IGNORE_STAGE_IN_PATH: &str = "AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH";
 
-/// The PEM file the other AWS SDKs and the CLI read for their trust.
+/// Names a PEM file whose certificates the AWS SDKs and the CLI trust in
+/// place of their built-in roots.
 pub(crate) const CA_BUNDLE: &str = "AWS_CA_BUNDLE";
 
 /// The Runtime API's address, from `AWS_LAMBDA_RUNTIME_API`.

@@ -6,6 +6,8 @@
 use lambda_http::tracing::Subscriber;
 use lambda_http::tracing::subscriber::filter::{EnvFilter, LevelFilter};
 use lambda_http::tracing::subscriber::fmt::MakeWriter;
+use lambda_http::tracing::subscriber::layer::SubscriberExt as _;
+use lambda_http::tracing::subscriber::registry::LookupSpan;
 use lambda_http::tracing::subscriber::util::SubscriberInitExt;
 use lambda_http::tracing::subscriber::{self, fmt};
 
@@ -15,16 +17,22 @@ use crate::env::LambdaEnv;
 /// target; we cap it at DEBUG so a bearer token can never reach the logs.
 const RAW_EVENT_TARGET: &str = "lambda_runtime::layers::api_response";
 
-/// Installs the host's subscriber as the global one, unless the function
-/// installed its own first (which is then kept, as it is: a library never
-/// panics because a subscriber is there).
+/// Installs the host's subscriber as the global one, with the trace's
+/// [`crate::trace::layer`] on it, unless the function installed its own
+/// first (which is then kept as it is: a library never panics because a
+/// subscriber is there; the function adds the layer to its own).
 pub(crate) fn init(env: &LambdaEnv) {
     let level = env.log_level.as_deref();
     // `try_init` fails only when a subscriber is installed already.
     let _ = if env.log_json {
-        json_subscriber(level, std::io::stdout).try_init()
+        json_subscriber(level, std::io::stdout)
+            .with(crate::trace::layer())
+            .try_init()
     } else {
-        builder(level, std::io::stdout).finish().try_init()
+        builder(level, std::io::stdout)
+            .finish()
+            .with(crate::trace::layer())
+            .try_init()
     };
 }
 
@@ -38,7 +46,10 @@ pub(crate) fn init(env: &LambdaEnv) {
 /// `span` (the span the invocation loop opens), which tells lines apart when
 /// invocations run at once; the list of enclosing spans is left out, as it
 /// would only repeat them.
-pub fn json_subscriber<W>(level: Option<&str>, writer: W) -> impl Subscriber + Send + Sync + 'static
+pub fn json_subscriber<W>(
+    level: Option<&str>,
+    writer: W,
+) -> impl Subscriber + for<'span> LookupSpan<'span> + Send + Sync + 'static
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
@@ -69,14 +80,20 @@ where
         .with_writer(writer)
 }
 
-/// The level Lambda asks for (`FATAL` counts as `ERROR`; anything
-/// unreadable as `INFO`), with the raw-event target capped at DEBUG.
-fn filter(level: Option<&str>) -> EnvFilter {
-    let level = match level.map(str::trim) {
+/// The level Lambda asks for (`AWS_LAMBDA_LOG_LEVEL`; `FATAL` counts as
+/// `ERROR`, anything unreadable as `INFO`): the logs' and the `tracing`
+/// spans' that reach a trace.
+pub(crate) fn level(level: Option<&str>) -> LevelFilter {
+    match level.map(str::trim) {
         Some(level) if level.eq_ignore_ascii_case("fatal") => LevelFilter::ERROR,
         Some(level) => level.parse().unwrap_or(LevelFilter::INFO),
         None => LevelFilter::INFO,
-    };
+    }
+}
+
+/// [`level`], with the raw-event target capped at DEBUG.
+fn filter(level: Option<&str>) -> EnvFilter {
+    let level = self::level(level);
     let capped = level.min(LevelFilter::DEBUG);
     EnvFilter::builder().parse_lossy(format!("{level},{RAW_EVENT_TARGET}={capped}"))
 }

@@ -32,8 +32,7 @@ use rustls::RootCertStore;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-/// Names a PEM file whose certificates replace the built-in roots.
-pub const CA_BUNDLE: &str = "AWS_CA_BUNDLE";
+use crate::env::CA_BUNDLE;
 
 /// The roots of Amazon Trust Services, which AWS endpoints chain to.
 const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("amazon-trust-services.pem");

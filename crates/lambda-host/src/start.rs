@@ -46,7 +46,7 @@ where
 {
     let env = LambdaEnv::read();
     logging::init(&env);
-    trace::init(&env.trace);
+    start_tracing(&env);
     Lambda::of(&env)?.serve(service).await
 }
 
@@ -119,7 +119,7 @@ where
         (Ok(_), Ok(lambda), Err(err)) => return refuse_to_start(Some(&lambda), &err).await,
         (Ok(init), Ok(lambda), Ok(_)) => (init, lambda),
     };
-    trace::init(&env.trace);
+    start_tracing(&env);
     // Boxed for the reason `Lambda::serve` boxes the service's future: the
     // init's temporaries stay out of this frame.
     let service = match Box::pin(init).await {
@@ -132,6 +132,15 @@ where
         Ok(()) => eprintln!("Error: the invocation loop ended"),
     }
     ExitCode::FAILURE
+}
+
+/// The tracer, when Lambda runs the X-Ray daemon, recording `tracing`
+/// spans at the logs' level.
+fn start_tracing(env: &LambdaEnv) {
+    trace::init(&trace::TraceEnv {
+        log_level: Some(logging::level(env.log_level.as_deref())),
+        ..env.trace.clone()
+    });
 }
 
 /// One line in the log, the same line to Lambda (so that the invoke that

@@ -62,7 +62,7 @@ async fn a_request_that_waits_for_a_key_fetch_sends_the_fetchs_get_as_a_client_s
         json!({
             "http.request.method": "GET", "url.full": jwks_url, "server.address": "127.0.0.1",
             "server.port": port, "http.response.status_code": 200,
-            "aws.local.service": "plant-store", "aws.local.operation": "plants/FunctionHandler",
+            "aws.local.service": "plants", "aws.local.operation": "plants/FunctionHandler",
             "aws.span.kind": "CLIENT", "aws.trace.flag.sampled": true,
             "aws.remote.service": "127.0.0.1", "aws.remote.operation": "GET /jwks.json",
         })

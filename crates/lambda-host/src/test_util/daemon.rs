@@ -125,6 +125,7 @@ fn value(any: Option<&AnyValue>) -> Value {
         Some(any_value::Value::StringValue(text)) => json!(text),
         Some(any_value::Value::BoolValue(flag)) => json!(flag),
         Some(any_value::Value::IntValue(number)) => json!(number),
+        Some(any_value::Value::DoubleValue(number)) => json!(number),
         Some(any_value::Value::ArrayValue(array)) => {
             Value::Array(array.values.iter().map(|item| value(Some(item))).collect())
         }

@@ -17,8 +17,11 @@ const FIXED32: u8 = 5;
 /// `Span.SpanKind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    Internal = 1,
     Server = 2,
     Client = 3,
+    Producer = 4,
+    Consumer = 5,
 }
 
 /// `SpanFlags`: the parent's remoteness is known (bit 8) and, for the span
@@ -34,6 +37,7 @@ pub enum Value<'a> {
     Str(&'a str),
     Int(i64),
     Bool(bool),
+    Double(f64),
     /// A `string[]` attribute (`aws.dynamodb.table_names`).
     Strs(&'a [&'a str]),
 }
@@ -114,10 +118,12 @@ impl<'b> Writer<'b> {
         let length = self.buf.len() - start;
         let mut prefix = [0u8; 10];
         let used = encode_varint(length as u64, &mut prefix);
-        if used == 2 {
-            self.buf[start - 2..start].copy_from_slice(&prefix[..2]);
-        } else {
-            self.buf.splice(start - 2..start, prefix[..used].iter().copied());
+        let prefix = prefix.get(..used).unwrap_or_default();
+        match self.buf.get_mut(start - 2..start) {
+            Some(kept) if used == 2 => kept.copy_from_slice(prefix),
+            _ => {
+                self.buf.splice(start - 2..start, prefix.iter().copied());
+            }
         }
     }
 
@@ -149,6 +155,7 @@ impl<'b> Writer<'b> {
             Value::Bool(flag) => self.uint(2, u64::from(flag)),
             // int64 is a plain varint of the two's complement.
             Value::Int(number) => self.uint(3, number as u64),
+            Value::Double(number) => self.fixed64(4, number.to_bits()),
             Value::Strs(texts) => {
                 self.tag(5, LEN);
                 self.varint(strs_len(texts) as u64);
@@ -169,6 +176,7 @@ impl Value<'_> {
             Self::Str(text) => field_len(text.len()),
             Self::Bool(_) => 2,
             Self::Int(number) => 1 + varint_len_u64(*number as u64),
+            Self::Double(_) => 9,
             Self::Strs(texts) => field_len(strs_len(texts)),
         }
     }
@@ -187,13 +195,16 @@ fn field_len(length: usize) -> usize {
 
 fn encode_varint(mut value: u64, out: &mut [u8; 10]) -> usize {
     let mut used = 0;
-    while value >= 0x80 {
-        out[used] = (value as u8) | 0x80;
-        value >>= 7;
+    for slot in out.iter_mut() {
         used += 1;
+        if value < 0x80 {
+            *slot = value as u8;
+            break;
+        }
+        *slot = (value as u8) | 0x80;
+        value >>= 7;
     }
-    out[used] = value as u8;
-    used + 1
+    used
 }
 
 /// `Resource { repeated KeyValue attributes = 1 }`, as field 1 of
@@ -256,17 +267,19 @@ pub fn request_head(out: &mut [u8], resource: &[u8], scope: &[u8], spans: usize)
     let resource_spans = resource.len() + 1 + varint_len(scope_spans) + scope_spans;
     let mut at = 0;
     let mut put = |bytes: &[u8]| {
-        out[at..at + bytes.len()].copy_from_slice(bytes);
+        if let Some(slot) = out.get_mut(at..at + bytes.len()) {
+            slot.copy_from_slice(bytes);
+        }
         at += bytes.len();
     };
     let mut varint = [0u8; 10];
     put(&[1 << 3 | LEN]);
     let used = encode_varint(resource_spans as u64, &mut varint);
-    put(&varint[..used]);
+    put(varint.get(..used).unwrap_or_default());
     put(resource);
     put(&[2 << 3 | LEN]);
     let used = encode_varint(scope_spans as u64, &mut varint);
-    put(&varint[..used]);
+    put(varint.get(..used).unwrap_or_default());
     put(scope);
 }
 
@@ -327,9 +340,22 @@ impl<'b> SpanWriter<'b> {
         self.writer.attribute(9, key, value);
     }
 
+    /// The span's writer, for attributes encoded elsewhere
+    /// ([`Writer::attribute`] with field 9).
+    pub fn writer(&mut self) -> &mut Writer<'b> {
+        &mut self.writer
+    }
+
     /// Fields encoded earlier (attributes as field 9, by [`Writer::attribute`]).
     pub fn raw(&mut self, fields: &[u8]) {
         self.writer.raw(fields);
+    }
+
+    /// `dropped_attributes_count`: attributes past the span's bound.
+    pub fn dropped_attributes(&mut self, count: u32) {
+        if count > 0 {
+            self.writer.uint(10, u64::from(count));
+        }
     }
 
     /// An `exception` event (semantic conventions' `exception.type`,
@@ -394,6 +420,7 @@ mod tests {
             writer.attribute(1, "number", Value::Int(-(length as i64)));
             writer.attribute(1, "flag", Value::Bool(length % 2 == 0));
             writer.attribute(1, "list", Value::Strs(&[&text, "b"]));
+            writer.attribute(1, "ratio", Value::Double(length as f64 / 4.0));
             let mut rest = bytes.as_slice();
             let mut pairs = Vec::new();
             while !rest.is_empty() {
@@ -407,7 +434,7 @@ mod tests {
             assert_eq!(
                 attributes(&pairs),
                 serde_json::json!({
-                    "text": text, "number": -(length as i64), "flag": length % 2 == 0, "list": [text, "b"],
+                    "text": text, "number": -(length as i64), "flag": length % 2 == 0, "list": [text, "b"], "ratio": length as f64 / 4.0,
                 }),
                 "{length}"
             );

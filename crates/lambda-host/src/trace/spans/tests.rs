@@ -1,41 +1,40 @@
 //! The spans as a listener in the daemon's place receives them, decoded
 //! with OpenTelemetry's own generated messages.
 
-use std::time::Duration;
-
-use aws_sdk_dynamodb::config::Region;
-use lambda_http::http::{Response, Uri};
 use serde_json::{Value, json};
 
-use super::super::{Environment, Tracer, carried, carry, scope_with};
+use super::super::conventions::CallKey;
+use super::super::exporter::TraceEnv;
+use super::super::invocation::{self, Here, carried, carry, scope_with};
 use super::*;
 use crate::test_util::daemon::{Datagram, attributes, datagram, hex};
 
-const SAMPLED: &str = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+pub(in crate::trace) const SAMPLED: &str =
+    "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
 const TRACE_ID: &str = "5759e988bd862e3fe1be46a994272793";
 
 /// A tracer sending to a listener of the test's own, standing in for
 /// the daemon; leaked, as the process's tracer lives as long as it.
-fn daemon(application_signals: bool) -> (&'static Tracer, std::net::UdpSocket) {
+pub(in crate::trace) fn daemon(application_signals: bool) -> (&'static Tracer, std::net::UdpSocket) {
     let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let environment = Environment {
-        daemon_address: None,
-        service_name: None,
+    let environment = TraceEnv {
+        powertools_service_name: Some("orders-eu".to_owned()),
         region: Some("eu-west-1".to_owned()),
         function_name: Some("orders".to_owned()),
         function_version: Some("$LATEST".to_owned()),
         log_stream_name: Some("2026/11/25/[$LATEST]abc".to_owned()),
         log_group_name: Some("/aws/lambda/orders".to_owned()),
         application_signals,
+        ..TraceEnv::default()
     };
-    let tracer = Tracer::with(listener.local_addr().unwrap(), "orders-eu", &environment).unwrap();
+    let tracer = Tracer::with(listener.local_addr().unwrap(), &environment).unwrap();
     (Box::leak(Box::new(tracer)), listener)
 }
 
 /// Every datagram already received. The sends are synchronous and the
 /// listener is on loopback: by the time the scope has ended, they are
 /// in its buffer or lost.
-fn datagrams(listener: &std::net::UdpSocket) -> Vec<Datagram> {
+pub(in crate::trace) fn datagrams(listener: &std::net::UdpSocket) -> Vec<Datagram> {
     listener.set_nonblocking(true).unwrap();
     let mut buffer = [0; 65_536];
     let mut datagrams = Vec::new();
@@ -45,51 +44,47 @@ fn datagrams(listener: &std::net::UdpSocket) -> Vec<Datagram> {
     datagrams
 }
 
-/// What a function answered, as the tests describe it.
-#[derive(Clone, Copy)]
-struct Answer<'a> {
-    cold_start: bool,
-    status: u16,
-    error: Option<u32>,
-    method: &'a str,
-    path: &'a str,
-    route: Option<&'static str>,
-    invocation_id: Option<&'a str>,
-    function_arn: Option<&'a str>,
+/// The function's details of a 409 or 503: its route and error code.
+fn details(code: u32) -> SpanDetails {
+    SpanDetails::default()
+        .route("/orders")
+        .annotate("ErrorCode", code)
 }
 
-/// The host's record of `answer`, with the function's route and error
-/// code in its [`SpanDetails`].
-fn answered(answer: Answer<'_>) {
-    let mut details = SpanDetails::default();
-    if let Some(route) = answer.route {
-        details = details.route(route);
-    }
-    if let Some(code) = answer.error {
-        details = details.annotate("ErrorCode", code);
-    }
-    server_answer(&ServerAnswer {
-        status: answer.status,
-        method: answer.method,
-        path: answer.path,
-        invocation_id: answer.invocation_id.unwrap_or_default(),
-        function_arn: answer.function_arn,
-        cold_start: answer.cold_start,
-        details: Some(&details),
-    });
-}
-
-fn answer(status: u16, error: Option<u32>) -> Answer<'static> {
-    Answer {
-        cold_start: true,
+pub(in crate::trace) fn answer(status: u16, details: Option<&SpanDetails>) -> ServerAnswer<'_> {
+    ServerAnswer {
         status,
-        error,
         method: "POST",
         path: "/orders",
-        route: Some("/orders"),
-        invocation_id: Some("8f1c-request"),
+        invocation_id: "8f1c-request",
         function_arn: Some("arn:aws:lambda:eu-west-1:123456789012:function:orders:live"),
+        cold_start: true,
+        details,
     }
+}
+
+/// As the host does when the service has answered.
+fn answered(answer: ServerAnswer<'_>) {
+    invocation::server_answer(&answer);
+}
+
+/// A call out of the invocation, as the SDK interceptor makes it: a
+/// CLIENT span under the SERVER span, ended with `ending`.
+fn call(ending: &Ending<'_>) {
+    if let Here::Traced(spans) = invocation::here() {
+        open_call(&spans).close(ending);
+    }
+}
+
+fn open_call(spans: &Spans) -> Call {
+    let key = CallKey {
+        service: "Lambda",
+        operation: "Invoke",
+        region: Some("eu-west-1"),
+        resource: None,
+    };
+    let aws = spans.tracer().conventions.aws_call(&key, |_| {});
+    Call::open(spans, None, aws)
 }
 
 #[test]
@@ -151,14 +146,15 @@ fn only_a_sampled_header_with_a_well_formed_root_and_parent_is_traced() {
 }
 
 #[tokio::test]
-async fn a_sampled_invocation_sends_its_server_span_with_the_answer_as_attributes() {
+async fn a_server_span_from_an_answer_with_details_carries_the_route_and_the_functions_annotations() {
     let (tracer, listener) = daemon(false);
+    let details = details(40901);
 
     let answered_at = scope_with(Some(tracer), Some(SAMPLED), async {
-        answered(answer(409, Some(40901)));
+        answered(answer(409, Some(&details)));
         // Once per invocation, whatever calls it again.
         answered(answer(200, None));
-        daemon::now()
+        exporter::now()
     })
     .await;
 
@@ -222,11 +218,36 @@ async fn a_sampled_invocation_sends_its_server_span_with_the_answer_as_attribute
 }
 
 #[tokio::test]
+async fn a_server_span_from_an_answer_without_details_has_no_route_and_only_the_hosts_annotations() {
+    let (tracer, listener) = daemon(false);
+
+    scope_with(Some(tracer), Some(SAMPLED), async {
+        answered(ServerAnswer {
+            cold_start: false,
+            function_arn: None,
+            ..answer(404, None)
+        });
+    })
+    .await;
+
+    let span = &datagrams(&listener)[0].spans[0];
+    let attributes = attributes(&span.attributes);
+    assert_eq!(attributes.get("http.route"), None);
+    assert_eq!(attributes.get("ErrorCode"), None);
+    assert_eq!(attributes.get("cloud.resource_id"), None);
+    assert_eq!(attributes["url.path"], "/orders");
+    assert_eq!(attributes["Status"], 404);
+    assert_eq!(attributes["ColdStart"], false);
+    assert_eq!(attributes["aws.xray.annotations"], json!(["ColdStart", "Status"]));
+    assert_eq!(span.status, None);
+}
+
+#[tokio::test]
 async fn a_5xx_is_an_error_of_the_server_span() {
     let (tracer, listener) = daemon(false);
 
     scope_with(Some(tracer), Some(SAMPLED), async {
-        answered(answer(503, Some(50301)))
+        answered(answer(503, Some(&details(50301))))
     })
     .await;
 
@@ -242,11 +263,11 @@ async fn a_server_span_longer_than_a_two_byte_length_still_ends_with_its_scope()
     let path = format!("/orders/{}", "x".repeat(20_000));
 
     let answered_at = scope_with(Some(tracer), Some(SAMPLED), async {
-        answered(Answer {
+        answered(ServerAnswer {
             path: &path,
             ..answer(200, None)
         });
-        daemon::now()
+        exporter::now()
     })
     .await;
 
@@ -276,10 +297,12 @@ async fn an_invocation_that_ends_unanswered_ends_its_server_span_as_an_error() {
     assert_eq!(attributes(&span.attributes).get("faas.invocation_id"), None);
 }
 
-async fn one_remote_call_and_an_answer() {
+async fn one_call_and_an_answer() {
     answered(answer(200, None));
-    let uri: Uri = "https://issuer.example/jwks".parse().unwrap();
-    let _ = remote_call(&uri, async { Ok::<_, String>(Response::new(())) }).await;
+    call(&Ending {
+        status: Some(200),
+        ..Ending::default()
+    });
 }
 
 #[tokio::test]
@@ -291,9 +314,9 @@ async fn unsampled_headerless_or_untraced_invocations_send_nothing() {
         (Some(tracer), None),
         (None, Some(SAMPLED)),
     ] {
-        scope_with(tracer, header, one_remote_call_and_an_answer()).await;
+        scope_with(tracer, header, one_call_and_an_answer()).await;
     }
-    one_remote_call_and_an_answer().await;
+    one_call_and_an_answer().await;
 
     assert_eq!(datagrams(&listener).len(), 0);
 }
@@ -303,8 +326,8 @@ async fn with_application_signals_an_unsampled_invocation_sends_its_spans_marked
     let (tracer, listener) = daemon(true);
     let unsampled = SAMPLED.replace("Sampled=1", "Sampled=0");
 
-    scope_with(Some(tracer), Some(&unsampled), one_remote_call_and_an_answer()).await;
-    scope_with(Some(tracer), None, one_remote_call_and_an_answer()).await;
+    scope_with(Some(tracer), Some(&unsampled), one_call_and_an_answer()).await;
+    scope_with(Some(tracer), None, one_call_and_an_answer()).await;
 
     let datagrams = datagrams(&listener);
     assert_eq!(
@@ -321,19 +344,24 @@ async fn with_application_signals_an_unsampled_invocation_sends_its_spans_marked
 }
 
 #[tokio::test]
-async fn a_remote_call_is_a_client_span_of_the_server_span_and_one_cut_short_is_a_timeout() {
+async fn a_call_is_a_client_span_of_the_server_span_and_one_dropped_unfinished_is_a_timeout() {
     let (tracer, listener) = daemon(false);
-    let uri: Uri = "https://issuer.example:8443/.well-known/jwks.json"
-        .parse()
-        .unwrap();
 
     scope_with(Some(tracer), Some(SAMPLED), async {
-        let answer = Response::builder().status(404).body(()).unwrap();
-        let _ = remote_call(&uri, async { Ok::<_, String>(answer) }).await;
-        let hangs = remote_call(&uri, std::future::pending::<Result<Response<()>, String>>());
-        let _ = tokio::time::timeout(Duration::from_millis(10), hangs).await;
-        let _ = remote_call(&uri, async { Err::<Response<()>, _>("connection refused") }).await;
-        answered(super::tests::answer(200, None));
+        call(&Ending {
+            status: Some(404),
+            request_id: Some("r-1"),
+            retries: Some(0),
+            error: None,
+        });
+        if let Here::Traced(spans) = invocation::here() {
+            drop(open_call(&spans));
+        }
+        call(&Ending {
+            error: Some(("DispatchFailure", "connection refused")),
+            ..Ending::default()
+        });
+        answered(answer(200, None));
     })
     .await;
 
@@ -354,7 +382,7 @@ async fn a_remote_call_is_a_client_span_of_the_server_span_and_one_cut_short_is_
                     hex(&span.trace_id),
                     span.flags
                 ),
-                ("GET", 3, &server.span_id, TRACE_ID.to_owned(), 0x101)
+                ("Lambda.Invoke", 3, &server.span_id, TRACE_ID.to_owned(), 0x101)
             );
             let status = span
                 .status
@@ -369,11 +397,10 @@ async fn a_remote_call_is_a_client_span_of_the_server_span_and_one_cut_short_is_
         })
         .collect();
     let common = json!({
-        "http.request.method": "GET", "url.full": "https://issuer.example:8443/.well-known/jwks.json",
-        "server.address": "issuer.example", "server.port": 8443,
+        "rpc.system": "aws-api", "rpc.service": "Lambda", "rpc.method": "Invoke", "aws.region": "eu-west-1",
         "aws.local.service": "orders-eu", "aws.local.operation": "orders/FunctionHandler",
         "aws.span.kind": "CLIENT", "aws.trace.flag.sampled": true,
-        "aws.remote.service": "issuer.example", "aws.remote.operation": "GET /.well-known",
+        "aws.remote.service": "AWS::Lambda", "aws.remote.operation": "Invoke",
     });
     let with = |extra: Value| {
         let mut all = common.clone();
@@ -385,7 +412,9 @@ async fn a_remote_call_is_a_client_span_of_the_server_span_and_one_cut_short_is_
     assert_eq!(
         calls[0],
         (
-            with(json!({ "http.response.status_code": 404, "error.type": "404" })),
+            with(json!({
+                "http.response.status_code": 404, "error.type": "404", "aws.request_id": "r-1", "retry_attempts": 0,
+            })),
             json!([2, ""]),
             json!([])
         )
@@ -402,9 +431,9 @@ async fn a_remote_call_is_a_client_span_of_the_server_span_and_one_cut_short_is_
     assert_eq!(
         calls[2],
         (
-            with(json!({ "error.type": "ConnectionError" })),
-            json!([2, "ConnectionError: connection refused"]),
-            json!([{ "exception.type": "ConnectionError", "exception.message": "connection refused" }])
+            with(json!({ "error.type": "DispatchFailure" })),
+            json!([2, "DispatchFailure: connection refused"]),
+            json!([{ "exception.type": "DispatchFailure", "exception.message": "connection refused" }])
         )
     );
 }
@@ -412,19 +441,15 @@ async fn a_remote_call_is_a_client_span_of_the_server_span_and_one_cut_short_is_
 #[tokio::test]
 async fn a_call_that_ends_after_its_invocation_is_sent_on_its_own() {
     let (tracer, listener) = daemon(false);
-    let uri: Uri = "https://issuer.example/jwks".parse().unwrap();
     let (release, released) = tokio::sync::oneshot::channel::<()>();
 
     let mut fetch = None;
     scope_with(Some(tracer), Some(SAMPLED), async {
-        answered(answer(503, Some(50302)));
+        answered(answer(503, Some(&details(50302))));
         // The request stops waiting for the fetch: answered at its deadline.
         fetch = Some(tokio::spawn(carried(carry(), async move {
-            let _ = remote_call(&uri, async {
-                let _ = released.await;
-                Ok::<_, String>(Response::new(()))
-            })
-            .await;
+            let _ = released.await;
+            call(&Ending::default());
         })));
     })
     .await;
@@ -442,11 +467,10 @@ async fn a_call_that_ends_after_its_invocation_is_sent_on_its_own() {
 #[tokio::test]
 async fn more_than_ten_spans_go_in_datagrams_of_ten() {
     let (tracer, listener) = daemon(false);
-    let uri: Uri = "https://issuer.example/jwks".parse().unwrap();
 
     scope_with(Some(tracer), Some(SAMPLED), async {
         for _ in 0..24 {
-            let _ = remote_call(&uri, async { Ok::<_, String>(Response::new(())) }).await;
+            call(&Ending::default());
         }
         answered(answer(200, None));
     })
@@ -459,6 +483,51 @@ async fn more_than_ten_spans_go_in_datagrams_of_ten() {
     assert_eq!(sizes, [10, 10, 5]);
 }
 
+#[tokio::test]
+async fn spans_past_the_cap_are_counted_on_the_server_span_and_not_sent() {
+    let (tracer, listener) = daemon(false);
+
+    scope_with(Some(tracer), Some(SAMPLED), async {
+        for _ in 0..MAX_SPANS + 6 {
+            call(&Ending::default());
+        }
+        answered(answer(200, None));
+    })
+    .await;
+
+    let spans: Vec<_> = datagrams(&listener)
+        .into_iter()
+        .flat_map(|datagram| datagram.spans)
+        .collect();
+    assert_eq!(spans.len(), MAX_SPANS + 1, "the cap's worth and the SERVER span");
+    let server = spans.iter().find(|span| span.kind == 2).expect("the SERVER span");
+    assert_eq!(attributes(&server.attributes)["lambda_host.spans_dropped"], 6);
+}
+
+#[tokio::test]
+async fn an_invocation_within_the_cap_says_nothing_of_dropped_spans() {
+    let (tracer, listener) = daemon(false);
+
+    scope_with(Some(tracer), Some(SAMPLED), async {
+        for _ in 0..MAX_SPANS {
+            call(&Ending::default());
+        }
+        answered(answer(200, None));
+    })
+    .await;
+
+    let spans: Vec<_> = datagrams(&listener)
+        .into_iter()
+        .flat_map(|datagram| datagram.spans)
+        .collect();
+    assert_eq!(spans.len(), MAX_SPANS + 1);
+    let server = spans.iter().find(|span| span.kind == 2).expect("the SERVER span");
+    assert_eq!(
+        attributes(&server.attributes).get("lambda_host.spans_dropped"),
+        None
+    );
+}
+
 #[test]
 fn long_messages_are_cut_at_a_character_boundary() {
     let long = "é".repeat(MAX_MESSAGE_BYTES);
@@ -468,6 +537,7 @@ fn long_messages_are_cut_at_a_character_boundary() {
 }
 
 /// A DynamoDB endpoint that takes connections and never answers.
+#[cfg(feature = "dynamodb")]
 fn black_hole() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -478,9 +548,10 @@ fn black_hole() -> String {
     url
 }
 
+#[cfg(feature = "dynamodb")]
 #[tokio::test]
 async fn a_putitem_dropped_before_dynamodb_answered_is_still_sent_as_a_timeout() {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials};
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     use aws_sdk_dynamodb::types::AttributeValue;
 
     let (tracer, listener) = daemon(false);
@@ -489,7 +560,7 @@ async fn a_putitem_dropped_before_dynamodb_answered_is_still_sent_as_a_timeout()
         .region(Region::new("eu-west-1"))
         .credentials_provider(Credentials::new("l", "l", None, None, "t"))
         .endpoint_url(black_hole());
-    for interceptor in super::super::interceptors() {
+    for interceptor in crate::trace::interceptors() {
         config.push_interceptor(interceptor);
     }
     let client = aws_sdk_dynamodb::Client::from_conf(config.build());
@@ -502,7 +573,7 @@ async fn a_putitem_dropped_before_dynamodb_answered_is_still_sent_as_a_timeout()
         .item("id", AttributeValue::N("1".to_owned()))
         .send();
     let cut = scope_with(Some(tracer), Some(SAMPLED), async {
-        tokio::time::timeout(Duration::from_millis(300), put).await
+        tokio::time::timeout(std::time::Duration::from_millis(300), put).await
     })
     .await;
 

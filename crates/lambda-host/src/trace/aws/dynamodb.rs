@@ -1,144 +1,46 @@
-//! The CLIENT span of each AWS call a traced invocation makes, from an SDK
-//! interceptor: opened when the operation starts, ended with its answer
-//! when it ends, each retry inside it, as ADOT's botocore instrumentation
-//! records boto3's calls (`DynamoDB.PutItem`).
+//! DynamoDB's part of its calls' spans (cargo feature `dynamodb`): the
+//! database conventions' `db.system` and `db.operation`, the table a call
+//! names (`aws.dynamodb.table_names`, the `aws.remote.resource.*` of
+//! Application Signals), and the code and message of DynamoDB's errors.
 
-use aws_sdk_dynamodb::config::interceptors::{
-    BeforeSerializationInterceptorContextRef, FinalizerInterceptorContextRef,
-};
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, Region, RuntimeComponents, SharedInterceptor};
-use aws_sdk_dynamodb::error::{BoxError, ProvideErrorMetadata};
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation;
-use aws_smithy_runtime_api::client::interceptors::OverriddenHooks;
 use aws_smithy_runtime_api::client::interceptors::context::{Error, Input};
-use aws_smithy_runtime_api::client::orchestrator::Metadata;
-use aws_smithy_runtime_api::client::retries::RequestAttempts;
-use aws_smithy_types::config_bag::{Storable, StoreReplace};
 
-use super::spans::{Call, Ending, Target};
+use crate::trace::conventions::CallKey;
+use crate::trace::otlp::{Value, Writer};
 
-/// DynamoDB's header with the id of the request it answered.
-const REQUEST_ID: &str = "x-amzn-requestid";
+/// The SDK's name of the service.
+const SERVICE: &str = "DynamoDB";
 
-/// Registered once on the DynamoDB client beside `TraceHeader`. Outside a
-/// traced invocation each hook returns after one task-local lookup.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct AwsSpans;
-
-/// The open span, kept in the operation's own config bag: if the
-/// operation's future is dropped before it ends, the bag and this with it
-/// are dropped, and the span ends as a timeout (`Call`'s `Drop`).
-#[derive(Debug)]
-struct InFlight(Option<Call>);
-
-impl Storable for InFlight {
-    type Storer = StoreReplace<Self>;
-}
-
-impl AwsSpans {
-    /// Registered with `SharedInterceptor::permanent`: the SDK then skips
-    /// the per-hook config-bag lookup that lets an operation disable an
-    /// interceptor, which with the two hooks below is all an unsampled
-    /// invocation would pay (docs/performance.md, "Traces").
-    pub fn shared() -> SharedInterceptor {
-        SharedInterceptor::permanent(Self)
+/// The table a DynamoDB call is on, if it names one.
+pub(super) fn resource<'a>(service: &str, input: &'a Input) -> Option<&'a str> {
+    if service == SERVICE {
+        table_name(input)
+    } else {
+        None
     }
 }
 
-impl Intercept for AwsSpans {
-    fn name(&self) -> &'static str {
-        "AwsSpans"
+/// `db.*`, and the table's attributes when the call names one.
+pub(super) fn attributes(key: &CallKey<'_>, writer: &mut Writer<'_>) {
+    if key.service != SERVICE {
+        return;
     }
+    writer.attribute(9, "db.system", Value::Str("dynamodb"));
+    writer.attribute(9, "db.operation", Value::Str(key.operation));
+    if let Some(table) = key.resource {
+        writer.attribute(9, "aws.dynamodb.table_names", Value::Strs(&[table]));
+        writer.attribute(9, "aws.remote.resource.type", Value::Str("AWS::DynamoDB::Table"));
+        writer.attribute(9, "aws.remote.resource.identifier", Value::Str(table));
+        writer.attribute(9, "aws.remote.resource.cfn.primary.identifier", Value::Str(table));
+    }
+}
 
-    /// Only these two hooks are called; the SDK skips the others.
-    fn overridden_hooks(&self) -> OverriddenHooks {
-        OverriddenHooks::READ_BEFORE_SERIALIZATION | OverriddenHooks::READ_AFTER_EXECUTION
-    }
-
-    /// The first hook that sees the operation's configuration (its name is
-    /// there) and still its input (the table's name).
-    fn read_before_serialization(
-        &self,
-        context: &BeforeSerializationInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let Some(metadata) = cfg.load::<Metadata>() else {
-            return Ok(());
-        };
-        let call = Call::open(|tracer| {
-            Target::Aws(tracer.aws_call(
-                metadata.service(),
-                metadata.name(),
-                cfg.load::<Region>().map(Region::as_ref),
-                table_name(context.input()),
-            ))
-        });
-        if let Some(call) = call {
-            cfg.interceptor_state().store_put(InFlight(Some(call)));
-        }
-        Ok(())
-    }
-
-    /// Runs once per operation, whatever its end: an answer, an error
-    /// after the retries, the SDK's attempt or operation timeout.
-    fn read_after_execution(
-        &self,
-        context: &FinalizerInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let retries = cfg
-            .load::<RequestAttempts>()
-            .map(|attempts| attempts.attempts().saturating_sub(1));
-        let Some(call) = cfg
-            .get_mut_from_interceptor_state::<InFlight>()
-            .and_then(|in_flight| in_flight.0.take())
-        else {
-            return Ok(());
-        };
-        let response = context.response();
-        let status = response.map(|response| response.status().as_u16());
-        // Found by walking the few headers: `get` would parse the name
-        // against every standard header's, code a traced create otherwise
-        // never runs (docs/performance.md, "Traces").
-        let request_id = response.and_then(|response| {
-            let (_, id) = response
-                .headers()
-                .iter_bytes()
-                .find(|(name, _)| *name == REQUEST_ID)?;
-            std::str::from_utf8(id).ok()
-        });
-        let error = context.output_or_error().and_then(Result::err);
-        let other = error.map(ToString::to_string);
-        let failure = error.map(|error| match error.as_operation_error().map(service_error) {
-            // DynamoDB answered with an error: its code (a throttle's is
-            // `ProvisionedThroughputExceededException` or
-            // `ThrottlingException`, with a 400) is the error's type.
-            Some((code, message)) => (code.unwrap_or("ServiceError"), message.unwrap_or_default()),
-            // No answer to read: a timeout, a connection that failed, an
-            // answer that could not be read.
-            None => (
-                if error.is_timeout_error() {
-                    "TimeoutError"
-                } else if error.is_connector_error() {
-                    "DispatchFailure"
-                } else if error.is_response_error() {
-                    "ResponseError"
-                } else {
-                    "SdkError"
-                },
-                other.as_deref().unwrap_or_default(),
-            ),
-        });
-        call.close(&Ending {
-            status,
-            request_id,
-            retries,
-            error: failure,
-        });
-        Ok(())
-    }
+/// The error code and message DynamoDB answered with, when `error` is one
+/// of its operations' (`None` for another service's).
+pub(super) fn service_error(error: &Error) -> Option<(Option<&str>, Option<&str>)> {
+    operation_error(error)
 }
 
 /// Generates `one_table` and `service_error` from DynamoDB's
@@ -162,18 +64,18 @@ macro_rules! dynamodb_operations {
 
         /// The error code and message DynamoDB answered with, for any of
         /// its operations.
-        fn service_error(error: &Error) -> (Option<&str>, Option<&str>) {
+        fn operation_error(error: &Error) -> Option<(Option<&str>, Option<&str>)> {
             $(
                 if let Some(error) = error.downcast_ref::<operation::$one::$one_error>() {
-                    return (error.code(), error.message());
+                    return Some((error.code(), error.message()));
                 }
             )+
             $(
                 if let Some(error) = error.downcast_ref::<operation::$other::$other_error>() {
-                    return (error.code(), error.message());
+                    return Some((error.code(), error.message()));
                 }
             )+
-            (None, None)
+            None
         }
     };
 }
@@ -372,12 +274,12 @@ mod tests {
         let query = Error::erase(QueryError::generic(meta()));
         assert_eq!(
             service_error(&query),
-            (Some("ThrottlingException"), Some("slow down"))
+            Some((Some("ThrottlingException"), Some("slow down")))
         );
         let list = Error::erase(ListTablesError::generic(meta()));
         assert_eq!(
             service_error(&list),
-            (Some("ThrottlingException"), Some("slow down"))
+            Some((Some("ThrottlingException"), Some("slow down")))
         );
     }
 }

@@ -11,28 +11,32 @@ use std::hash::{BuildHasher, RandomState};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lambda_http::tracing;
+use lambda_http::tracing::level_filters::LevelFilter;
 
-use super::otlp::{self, Value};
+use super::conventions::{self, Conventions, ResourceOf};
+use super::otlp;
 
-use crate::env::DAEMON_ADDRESS;
+/// Where Lambda says its X-Ray daemon (now its OTLP-over-UDP endpoint too)
+/// listens.
+pub(crate) const DAEMON_ADDRESS: &str = "AWS_XRAY_DAEMON_ADDRESS";
+
+/// ADOT's switch for Application Signals: when `true`, invocations Lambda
+/// did not sample send their spans too, marked `T1U`, so that Application
+/// Signals counts every request.
+pub(crate) const APPLICATION_SIGNALS: &str = "OTEL_AWS_APPLICATION_SIGNALS_ENABLED";
 
 /// The line that opens every datagram to the daemon.
 const DAEMON_HEADER: &[u8] = b"{\"format\":\"json\",\"version\":1}\n";
 
 /// At most this many spans in one datagram, as ADOT batches on Lambda.
-pub const MAX_SPANS_PER_DATAGRAM: usize = 10;
+pub(super) const MAX_SPANS_PER_DATAGRAM: usize = 10;
 
 /// A datagram stays under the daemon's 64 KB buffer.
 const MAX_DATAGRAM: usize = 64_000;
-
-/// At most this many AWS calls (operation, region, table) and function
-/// ARNs keep their encoded attributes; others are encoded per call, so a
-/// function that names tables without end cannot grow the process.
-const MAX_KNOWN: usize = 32;
 
 /// At most this many batches' buffers are kept for later invocations,
 /// none over MAX_SPARE_BYTES: a burst of invocations, or one with huge
@@ -45,41 +49,58 @@ thread_local! {
     static DATAGRAM: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The Lambda environment the resource attributes come from, as ADOT's
-/// Lambda layer sets `OTEL_RESOURCE_ATTRIBUTES` from it.
+/// What the tracer needs of Lambda's environment, read by the host once
+/// at start-up and handed to [`super::init`]: this module reads no
+/// variable itself.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Environment {
+pub(crate) struct TraceEnv {
+    /// `AWS_XRAY_DAEMON_ADDRESS`: unset, tracing is off.
     pub daemon_address: Option<String>,
-    pub service_name: Option<String>,
+    /// `OTEL_SERVICE_NAME`.
+    pub otel_service_name: Option<String>,
+    /// `POWERTOOLS_SERVICE_NAME`.
+    pub powertools_service_name: Option<String>,
+    /// `AWS_REGION`.
     pub region: Option<String>,
+    /// `AWS_LAMBDA_FUNCTION_NAME`.
     pub function_name: Option<String>,
+    /// `AWS_LAMBDA_FUNCTION_VERSION`.
     pub function_version: Option<String>,
+    /// `AWS_LAMBDA_LOG_STREAM_NAME`.
     pub log_stream_name: Option<String>,
+    /// `AWS_LAMBDA_LOG_GROUP_NAME`.
     pub log_group_name: Option<String>,
+    /// `OTEL_AWS_APPLICATION_SIGNALS_ENABLED` is `true`.
     pub application_signals: bool,
+    /// The logs' level (`AWS_LAMBDA_LOG_LEVEL`), which the `tracing`
+    /// spans recorded are at too; `INFO` when `None`.
+    pub log_level: Option<LevelFilter>,
+}
+
+impl TraceEnv {
+    /// `service.name`: `OTEL_SERVICE_NAME`, else `POWERTOOLS_SERVICE_NAME`,
+    /// else the function's name.
+    pub(super) fn service(&self) -> &str {
+        conventions::service_name(
+            self.otel_service_name.as_deref(),
+            self.powertools_service_name.as_deref(),
+            self.function_name.as_deref(),
+        )
+    }
 }
 
 /// Built once at start-up; shared by every invocation.
-pub struct Tracer {
+pub(super) struct Tracer {
     socket: UdpSocket,
     daemon: SocketAddr,
     service: String,
-    /// The SERVER span's name: the function's name, as ADOT and the FaaS
-    /// conventions name it (the service's when there is no function).
-    server_name: String,
     application_signals: bool,
     resource: Vec<u8>,
     scope: Vec<u8>,
     /// The room a batch keeps for a request's head.
     head_room: usize,
-    /// Attributes the same on every span of a kind, encoded once.
-    constant: Constant,
-    /// Those of each AWS call (operation, region, table), encoded on its
-    /// first.
-    calls: Mutex<Vec<Arc<AwsCall>>>,
-    /// `cloud.resource_id` and `cloud.account.id` of each function ARN
-    /// invoked (with or without an alias or version), encoded on its first.
-    functions: Mutex<Vec<(String, Vec<u8>)>>,
+    /// The names and encoded attributes of our spans.
+    pub(super) conventions: Conventions,
     /// The buffers of batches sent, for the next ones: a batch's 2.5 KB
     /// from the allocator cost a sampled create more than its spans'
     /// encoding (docs/performance.md, "Traces").
@@ -87,6 +108,7 @@ pub struct Tracer {
     ids: RandomState,
     next_id: AtomicU64,
     warned: AtomicBool,
+    warned_cap: AtomicBool,
 }
 
 impl fmt::Debug for Tracer {
@@ -99,96 +121,9 @@ impl fmt::Debug for Tracer {
     }
 }
 
-/// Attributes (as `Span` field 9) that never change in a process.
-#[derive(Debug)]
-struct Constant {
-    /// `faas.trigger`, `aws.local.service`, `aws.local.operation`,
-    /// `aws.span.kind` `LOCAL_ROOT`.
-    server: Vec<u8>,
-    /// `aws.local.service`, `aws.local.operation`, `aws.span.kind` `CLIENT`.
-    client: Vec<u8>,
-    /// `aws.trace.flag.sampled`, false and true.
-    sampled: [Vec<u8>; 2],
-    /// `faas.coldstart` and the `ColdStart` annotation, false and true.
-    cold_start: [Vec<u8>; 2],
-    /// `aws.xray.annotations` of the host's own: `ColdStart`, `Status`.
-    annotations: Vec<u8>,
-}
-
-/// An AWS SDK call's span name (`DynamoDB.PutItem`) and the attributes
-/// its operation, region and table decide: `rpc.*`, `aws.region`, `db.*`
-/// and `aws.dynamodb.table_names` (DynamoDB), `aws.remote.*`.
-#[derive(Debug)]
-pub struct AwsCall {
-    service: String,
-    operation: String,
-    region: Option<String>,
-    table: Option<String>,
-    pub name: String,
-    pub attributes: Vec<u8>,
-}
-
-impl AwsCall {
-    fn new(service: &str, operation: &str, region: Option<&str>, table: Option<&str>) -> Self {
-        let remote = format!("AWS::{service}");
-        let mut pairs = vec![
-            ("rpc.system", Value::Str("aws-api")),
-            ("rpc.service", Value::Str(service)),
-            ("rpc.method", Value::Str(operation)),
-        ];
-        if let Some(region) = region {
-            pairs.push(("aws.region", Value::Str(region)));
-        }
-        let tables;
-        if service == "DynamoDB" {
-            pairs.extend([
-                ("db.system", Value::Str("dynamodb")),
-                ("db.operation", Value::Str(operation)),
-            ]);
-            if let Some(table) = table {
-                tables = [table];
-                pairs.extend([
-                    ("aws.dynamodb.table_names", Value::Strs(&tables)),
-                    ("aws.remote.resource.type", Value::Str("AWS::DynamoDB::Table")),
-                    ("aws.remote.resource.identifier", Value::Str(table)),
-                    ("aws.remote.resource.cfn.primary.identifier", Value::Str(table)),
-                ]);
-            }
-        }
-        pairs.extend([
-            ("aws.remote.service", Value::Str(&remote)),
-            ("aws.remote.operation", Value::Str(operation)),
-        ]);
-        Self {
-            service: service.to_owned(),
-            operation: operation.to_owned(),
-            region: region.map(str::to_owned),
-            table: table.map(str::to_owned),
-            name: format!("{service}.{operation}"),
-            attributes: attributes(&pairs),
-        }
-    }
-
-    fn is(&self, service: &str, operation: &str, region: Option<&str>, table: Option<&str>) -> bool {
-        self.operation == operation
-            && self.table.as_deref() == table
-            && self.service == service
-            && self.region.as_deref() == region
-    }
-}
-
-fn attributes(pairs: &[(&str, Value<'_>)]) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    let mut writer = otlp::Writer::new(&mut bytes);
-    for (key, value) in pairs {
-        writer.attribute(9, key, *value);
-    }
-    bytes
-}
-
 /// Why `AWS_XRAY_DAEMON_ADDRESS` cannot be used.
 #[derive(Debug)]
-pub enum DaemonError {
+pub(super) enum DaemonError {
     Address(String),
     Socket(io::Error),
 }
@@ -208,23 +143,20 @@ impl fmt::Display for DaemonError {
 impl std::error::Error for DaemonError {}
 
 impl Tracer {
-    /// The endpoint `AWS_XRAY_DAEMON_ADDRESS` names, read once at start-up
-    /// with the rest of Lambda's environment: `None` when it is unset
-    /// (tracing is off, not wanted). An address that cannot be used is an
-    /// error for the caller to log: tracing is never a reason not to serve.
-    pub fn from_env(environment: &Environment) -> Option<Result<Self, DaemonError>> {
-        let value = environment.daemon_address.as_deref()?;
-        let service = environment
-            .service_name
+    /// The endpoint `env` names: `None` when it names none (tracing is
+    /// off, not wanted). An address that cannot be used is an error for
+    /// the caller to log: tracing is never a reason not to serve.
+    pub(super) fn from_env(env: &TraceEnv) -> Option<Result<Self, DaemonError>> {
+        let value = env
+            .daemon_address
             .as_deref()
-            .or(environment.function_name.as_deref())
-            .unwrap_or(env!("CARGO_PKG_NAME"));
-        Some(daemon_address(value).and_then(|daemon| Self::with(daemon, service, environment)))
+            .filter(|value| !value.trim().is_empty())?;
+        Some(daemon_address(value).and_then(|daemon| Self::with(daemon, env)))
     }
 
     /// A tracer sending to `daemon` from an ephemeral port of its own, its
-    /// resource that of `environment`.
-    pub fn with(daemon: SocketAddr, service: &str, environment: &Environment) -> Result<Self, DaemonError> {
+    /// resource that of `env`.
+    pub(super) fn with(daemon: SocketAddr, env: &TraceEnv) -> Result<Self, DaemonError> {
         let any: SocketAddr = if daemon.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
         } else {
@@ -234,134 +166,41 @@ impl Tracer {
         socket.connect(daemon).map_err(DaemonError::Socket)?;
         // Never wait on the daemon: a full buffer loses spans, not time.
         socket.set_nonblocking(true).map_err(DaemonError::Socket)?;
-        let function = environment.function_name.as_deref();
-        let local_operation = format!("{}/FunctionHandler", function.unwrap_or(service));
-        let local = |kind| {
-            [
-                ("aws.local.service", Value::Str(service)),
-                ("aws.local.operation", Value::Str(&local_operation)),
-                ("aws.span.kind", Value::Str(kind)),
-            ]
-        };
-        let server = [&[("faas.trigger", Value::Str("http"))][..], &local("LOCAL_ROOT")].concat();
-        let constant = Constant {
-            server: attributes(&server),
-            client: attributes(&local("CLIENT")),
-            sampled: [false, true]
-                .map(|sampled| attributes(&[("aws.trace.flag.sampled", Value::Bool(sampled))])),
-            cold_start: [false, true].map(|cold| {
-                attributes(&[
-                    ("faas.coldstart", Value::Bool(cold)),
-                    ("ColdStart", Value::Bool(cold)),
-                ])
-            }),
-            annotations: attributes(&[("aws.xray.annotations", Value::Strs(&["ColdStart", "Status"]))]),
-        };
-        let resource = resource(service, environment);
-        let scope = otlp::scope(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"));
+        let service = env.service();
+        let function = env.function_name.as_deref();
+        let resource = conventions::resource(&ResourceOf {
+            service,
+            region: env.region.as_deref(),
+            function_name: function,
+            function_version: env.function_version.as_deref(),
+            log_stream_name: env.log_stream_name.as_deref(),
+            log_group_name: env.log_group_name.as_deref(),
+        });
+        let scope = conventions::scope();
         Ok(Self {
             socket,
             daemon,
             service: service.to_owned(),
-            server_name: function.unwrap_or(service).to_owned(),
-            application_signals: environment.application_signals,
+            application_signals: env.application_signals,
             head_room: otlp::request_head_room(resource.len(), scope.len()),
             resource,
             scope,
-            constant,
-            calls: Mutex::new(Vec::new()),
-            functions: Mutex::new(Vec::new()),
+            conventions: Conventions::new(service, function),
             spare: Mutex::new(Vec::new()),
             ids: RandomState::new(),
             next_id: AtomicU64::new(0),
             warned: AtomicBool::new(false),
+            warned_cap: AtomicBool::new(false),
         })
     }
 
-    pub fn server_name(&self) -> &str {
-        &self.server_name
-    }
-
-    pub fn application_signals(&self) -> bool {
+    pub(super) fn application_signals(&self) -> bool {
         self.application_signals
-    }
-
-    /// The attributes every SERVER span of this process carries (encoded).
-    pub fn server_attributes(&self) -> &[u8] {
-        &self.constant.server
-    }
-
-    /// The attributes every CLIENT span of this process carries (encoded).
-    pub fn client_attributes(&self) -> &[u8] {
-        &self.constant.client
-    }
-
-    /// `aws.trace.flag.sampled` (encoded).
-    pub fn sampled_attribute(&self, sampled: bool) -> &[u8] {
-        &self.constant.sampled[usize::from(sampled)]
-    }
-
-    /// `faas.coldstart` and `ColdStart` (encoded).
-    pub fn cold_start_attributes(&self, cold_start: bool) -> &[u8] {
-        &self.constant.cold_start[usize::from(cold_start)]
-    }
-
-    /// `aws.xray.annotations` (encoded) of the host's own annotations.
-    pub fn annotations_attribute(&self) -> &[u8] {
-        &self.constant.annotations
-    }
-
-    /// The span name and attributes of an AWS SDK call, encoded on the
-    /// first call to that operation, region and table.
-    pub fn aws_call(
-        &self,
-        service: &str,
-        operation: &str,
-        region: Option<&str>,
-        table: Option<&str>,
-    ) -> Arc<AwsCall> {
-        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(known) = calls
-            .iter()
-            .find(|call| call.is(service, operation, region, table))
-        {
-            return Arc::clone(known);
-        }
-        let call = Arc::new(AwsCall::new(service, operation, region, table));
-        if calls.len() < MAX_KNOWN {
-            calls.push(Arc::clone(&call));
-        }
-        call
-    }
-
-    /// Calls `write` with `cloud.resource_id` (the ARN without an alias or
-    /// version, as the FaaS conventions want it on Lambda) and
-    /// `cloud.account.id` of the invoked function's `arn`, encoded on its
-    /// first invocation.
-    pub fn function_attributes(&self, arn: &str, write: impl FnOnce(&[u8])) {
-        let mut functions = self.functions.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, known)) = functions.iter().find(|(known, _)| known == arn) {
-            write(known);
-            return;
-        }
-        let unqualified = arn
-            .match_indices(':')
-            .nth(6)
-            .map_or(arn, |(colon, _)| &arn[..colon]);
-        let mut pairs = vec![("cloud.resource_id", Value::Str(unqualified))];
-        if let Some(account) = arn.split(':').nth(4) {
-            pairs.push(("cloud.account.id", Value::Str(account)));
-        }
-        let encoded = attributes(&pairs);
-        write(&encoded);
-        if functions.len() < MAX_KNOWN {
-            functions.push((arn.to_owned(), encoded));
-        }
     }
 
     /// A fresh span id: a counter through SipHash with this process's
     /// random keys, so unique within the process and unpredictable across.
-    pub fn id(&self) -> [u8; 8] {
+    pub(super) fn id(&self) -> [u8; 8] {
         loop {
             let n = self.next_id.fetch_add(1, Ordering::Relaxed);
             let id = self.ids.hash_one(n);
@@ -375,7 +214,7 @@ impl Tracer {
     /// An empty batch for [`Tracer::send`]: room at its front for a
     /// request's head, so that a request goes out from where its spans
     /// were encoded, not copied after a head first.
-    pub fn batch(&self) -> Vec<u8> {
+    pub(super) fn batch(&self) -> Vec<u8> {
         let spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let mut bytes = spare.unwrap_or_else(|| Vec::with_capacity(self.head_room + 2048));
         // A spare one keeps its old bytes in the room: a head is written
@@ -385,7 +224,7 @@ impl Tracer {
     }
 
     /// Keeps a [`Tracer::batch`] that has been sent for a later one.
-    pub fn recycle(&self, mut bytes: Vec<u8>) {
+    pub(super) fn recycle(&self, mut bytes: Vec<u8>) {
         if bytes.capacity() > MAX_SPARE_BYTES {
             return;
         }
@@ -402,26 +241,25 @@ impl Tracer {
     /// head is written over the bytes before its spans (the room, or spans
     /// already sent). A failure (no daemon listening, a full buffer) loses
     /// them and is logged once per process.
-    pub fn send(&self, bytes: &mut [u8], ends: &[usize], sampled: bool) {
+    pub(super) fn send(&self, bytes: &mut [u8], ends: &[usize], sampled: bool) {
         let (resource, scope) = (self.resource.len(), self.scope.len());
         DATAGRAM.with_borrow_mut(|datagram| {
             let mut first = 0;
             while first < ends.len() {
-                let start = if first == 0 {
-                    self.head_room
-                } else {
-                    ends[first - 1]
+                let start = match first.checked_sub(1) {
+                    None => self.head_room,
+                    Some(previous) => ends.get(previous).copied().unwrap_or(self.head_room),
                 };
                 // As many spans as fit, at least one.
                 let mut last = first;
-                while last + 1 < ends.len()
+                while let Some(&next) = ends.get(last + 1)
                     && last + 1 - first < MAX_SPANS_PER_DATAGRAM
-                    && datagram_len(otlp::request_len(resource, scope, ends[last + 1] - start))
-                        <= MAX_DATAGRAM
+                    && datagram_len(otlp::request_len(resource, scope, next - start)) <= MAX_DATAGRAM
                 {
                     last += 1;
                 }
-                let spans = ends[last] - start;
+                let Some(&end) = ends.get(last) else { break };
+                let spans = end - start;
                 first = last + 1;
                 if datagram_len(otlp::request_len(resource, scope, spans)) > MAX_DATAGRAM {
                     // One span alone over the limit, dropped: none of ours
@@ -433,18 +271,35 @@ impl Tracer {
                 }
                 // Never longer than the room, which `start` is past.
                 let head = start - otlp::request_head_len(resource, scope, spans);
-                otlp::request_head(&mut bytes[head..start], &self.resource, &self.scope, spans);
+                let Some(room) = bytes.get_mut(head..start) else {
+                    continue;
+                };
+                otlp::request_head(room, &self.resource, &self.scope, spans);
+                let Some(request) = bytes.get(head..end) else {
+                    continue;
+                };
                 datagram.clear();
                 datagram.extend_from_slice(DAEMON_HEADER);
                 datagram.extend_from_slice(if sampled { b"T1S" } else { b"T1U" });
                 // In SIMD: `base64`'s engine spent half a traced create's
                 // instructions here (docs/performance.md, "Traces").
-                base64_simd::STANDARD.encode_append(&bytes[head..ends[last]], datagram);
+                base64_simd::STANDARD.encode_append(request, datagram);
                 if let Err(err) = self.socket.send(datagram) {
                     self.warn_once(&err);
                 }
             }
         });
+    }
+
+    /// Says once per process that an invocation opened more spans than
+    /// its cap, which are counted and not sent.
+    pub(super) fn warn_cap_once(&self, cap: usize) {
+        if !self.warned_cap.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                cap,
+                "an invocation opened more spans than its cap; those past it are counted on its SERVER span and not sent; this is logged once"
+            );
+        }
     }
 
     fn warn_once(&self, err: &io::Error) {
@@ -460,36 +315,6 @@ impl Tracer {
 
 fn datagram_len(request: usize) -> usize {
     DAEMON_HEADER.len() + 3 + base64_simd::STANDARD.encoded_length(request)
-}
-
-/// The resource attributes ADOT's Lambda layer sets (`service.name`,
-/// `cloud.*`, `faas.*`, `aws.log.group.names`) and those an SDK gives
-/// (`telemetry.sdk.*`), with ADOT's `aws.local.service`.
-fn resource(service: &str, environment: &Environment) -> Vec<u8> {
-    let mut attributes = vec![
-        ("service.name", Value::Str(service)),
-        ("telemetry.sdk.name", Value::Str(env!("CARGO_PKG_NAME"))),
-        ("telemetry.sdk.language", Value::Str("rust")),
-        ("telemetry.sdk.version", Value::Str(env!("CARGO_PKG_VERSION"))),
-        ("cloud.provider", Value::Str("aws")),
-        ("cloud.platform", Value::Str("aws_lambda")),
-    ];
-    for (key, value) in [
-        ("cloud.region", &environment.region),
-        ("faas.name", &environment.function_name),
-        ("faas.version", &environment.function_version),
-        ("faas.instance", &environment.log_stream_name),
-        // A string, as ADOT sends it and Application Signals documents it
-        // (several names joined by `&`), not the conventions' string[]:
-        // docs/tracing.md, "Decisions".
-        ("aws.log.group.names", &environment.log_group_name),
-    ] {
-        if let Some(value) = value {
-            attributes.push((key, Value::Str(value)));
-        }
-    }
-    attributes.push(("aws.local.service", Value::Str(service)));
-    otlp::resource(&attributes)
 }
 
 /// `host:port`, as Lambda sets it, or the two-address form the X-Ray SDKs
@@ -515,7 +340,7 @@ fn daemon_address(value: &str) -> Result<SocketAddr, DaemonError> {
 }
 
 /// Now, in nanoseconds since the Unix epoch, as OTLP wants times.
-pub fn now() -> u64 {
+pub(super) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| u64::try_from(since.as_nanos()).unwrap_or(u64::MAX))
@@ -533,7 +358,7 @@ mod tests {
 
     use super::*;
     use crate::test_util::daemon::{self as decode, Datagram};
-    use crate::trace::otlp::{Kind, SpanHead, SpanWriter};
+    use crate::trace::otlp::{Kind, SpanHead, SpanWriter, Value};
 
     /// What the test's listener reads as "nothing more is coming".
     const END: &[u8] = b"end";
@@ -557,7 +382,7 @@ mod tests {
                 datagrams.push((length, decode::datagram(&buffer[..length])));
             }
         });
-        let tracer = Tracer::with(address, "s", &Environment::default()).unwrap();
+        let tracer = Tracer::with(address, &TraceEnv::default()).unwrap();
         send(&tracer);
         UdpSocket::bind("127.0.0.1:0")
             .unwrap()
@@ -704,56 +529,15 @@ mod tests {
 
     #[test]
     fn ids_are_eight_bytes_never_zero_and_never_repeat_in_a_process() {
-        let tracer = Tracer::with("127.0.0.1:9".parse().unwrap(), "s", &Environment::default()).unwrap();
+        let tracer = Tracer::with("127.0.0.1:9".parse().unwrap(), &TraceEnv::default()).unwrap();
         let ids: std::collections::HashSet<[u8; 8]> = (0..10_000).map(|_| tracer.id()).collect();
         assert_eq!(ids.len(), 10_000);
         assert!(!ids.contains(&[0; 8]));
     }
 
-    /// Attributes encoded as a span's (field 9), decoded as a `Span`'s.
-    fn span_attributes(encoded: &[u8]) -> serde_json::Value {
-        use prost::Message as _;
-        let span = opentelemetry_proto::tonic::trace::v1::Span::decode(encoded).expect("span attributes");
-        decode::attributes(&span.attributes)
-    }
-
-    #[test]
-    fn an_aws_calls_attributes_are_encoded_once_and_a_process_keeps_a_bounded_number() {
-        let tracer = Tracer::with("127.0.0.1:9".parse().unwrap(), "s", &Environment::default()).unwrap();
-        let region = Some("eu-west-1");
-        let first = tracer.aws_call("DynamoDB", "PutItem", region, Some("plants"));
-        let again = tracer.aws_call("DynamoDB", "PutItem", region, Some("plants"));
-        assert!(Arc::ptr_eq(&first, &again));
-        let elsewhere = tracer.aws_call("DynamoDB", "PutItem", Some("us-east-1"), Some("plants"));
-        assert!(!Arc::ptr_eq(&first, &elsewhere));
-
-        for n in 0..3 * MAX_KNOWN {
-            let table = format!("table-{n}");
-            let call = tracer.aws_call("DynamoDB", "GetItem", region, Some(&table));
-            assert_eq!(call.name, "DynamoDB.GetItem");
-            let attributes = span_attributes(&call.attributes);
-            assert_eq!(attributes["aws.dynamodb.table_names"], serde_json::json!([table]));
-            assert_eq!(attributes["aws.remote.resource.identifier"], table.as_str());
-            assert_eq!(attributes["aws.region"], "eu-west-1");
-        }
-        assert_eq!(tracer.calls.lock().unwrap().len(), MAX_KNOWN);
-        for n in 0..3 * MAX_KNOWN {
-            let arn = format!("arn:aws:lambda:eu-west-1:123456789012:function:f:{n}");
-            let mut encoded = Vec::new();
-            tracer.function_attributes(&arn, |bytes| encoded.extend_from_slice(bytes));
-            let attributes = span_attributes(&encoded);
-            assert_eq!(
-                attributes["cloud.resource_id"],
-                "arn:aws:lambda:eu-west-1:123456789012:function:f"
-            );
-            assert_eq!(attributes["cloud.account.id"], "123456789012");
-        }
-        assert_eq!(tracer.functions.lock().unwrap().len(), MAX_KNOWN);
-    }
-
     #[test]
     fn a_sent_batchs_buffer_serves_a_later_one_and_the_spares_stay_few_and_small() {
-        let tracer = Tracer::with("127.0.0.1:9".parse().unwrap(), "s", &Environment::default()).unwrap();
+        let tracer = Tracer::with("127.0.0.1:9".parse().unwrap(), &TraceEnv::default()).unwrap();
         let mut first = tracer.batch();
         first.extend_from_slice(b"spans");
         let buffer = first.as_ptr();

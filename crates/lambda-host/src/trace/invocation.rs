@@ -1,0 +1,197 @@
+//! Each invocation's trace context, held in a tokio task-local for the
+//! task that serves it: its trace header, and, when traced, its spans and
+//! its SERVER span. The loop runs each invocation in a [`scope`]; the SDK
+//! interceptors and the `tracing` layer find it there, or, in a task the
+//! invocation spawned, through the span it was spawned in.
+
+use std::sync::OnceLock;
+
+use super::context;
+use super::exporter::Tracer;
+use super::spans::{Server, ServerAnswer, Spans};
+
+/// The process's tracer, once [`start`]ed. Beside the task-local rather
+/// than in it: it is one socket for the life of the process, like stdout.
+static TRACER: OnceLock<Tracer> = OnceLock::new();
+
+tokio::task_local! {
+    static CURRENT: Invocation;
+}
+
+/// One invocation's trace context, in the task that serves it or in a task
+/// it handed its context to ([`carried`]).
+struct Invocation {
+    /// The trace header as the SDK's requests carry it.
+    header: Option<String>,
+    /// Present only for a traced invocation with a tracer enabled.
+    spans: Option<Spans>,
+    /// The SERVER span: only in the invocation's own task, which ends it.
+    server: Option<Server>,
+}
+
+/// Sends the spans of traced invocations from now on through `tracer`; a
+/// second call changes nothing.
+pub(super) fn start(tracer: Tracer) {
+    let _ = TRACER.set(tracer);
+}
+
+/// Runs `future` with `header` (the invocation's `Lambda-Runtime-Trace-Id`)
+/// as the trace header of every SDK request it makes and, when traced, as
+/// the trace of the spans it sends. The SERVER span ends, and the
+/// invocation's spans are sent, when the future ends or is dropped.
+pub(crate) async fn scope<F: Future>(header: Option<&str>, future: F) -> F::Output {
+    scope_with(TRACER.get(), header, future).await
+}
+
+/// [`scope`] with `tracer` instead of the process's.
+pub(super) async fn scope_with<F: Future>(
+    tracer: Option<&'static Tracer>,
+    header: Option<&str>,
+    future: F,
+) -> F::Output {
+    let (spans, server) = match (header, tracer) {
+        (Some(header), Some(tracer)) => Spans::parse(header, tracer).unzip(),
+        _ => (None, None),
+    };
+    let invocation = Invocation {
+        header: header.map(context::encode),
+        spans,
+        server,
+    };
+    CURRENT.scope(invocation, future).await
+}
+
+impl Drop for Invocation {
+    fn drop(&mut self) {
+        if let (Some(spans), Some(server)) = (&self.spans, &self.server) {
+            spans.end(server);
+        }
+    }
+}
+
+/// Writes the SERVER span of the calling task's invocation from what the
+/// host knows of the answer; it ends, and is sent, with the scope. A
+/// second answer changes nothing; nothing outside a traced invocation.
+pub(crate) fn server_answer(answer: &ServerAnswer<'_>) {
+    let _ = CURRENT.try_with(|invocation| {
+        if let (Some(spans), Some(server)) = (&invocation.spans, &invocation.server) {
+            spans.answer(server, answer);
+        }
+    });
+}
+
+/// The calling task's invocation, to be continued in another task with
+/// [`carried`]: its trace header and, when traced, its spans. Empty
+/// outside an invocation.
+#[derive(Debug, Default)]
+#[cfg_attr(
+    not(test),
+    allow(dead_code, reason = "the host's spawn carries an invocation with it")
+)]
+pub(crate) struct Carried {
+    header: Option<String>,
+    spans: Option<Spans>,
+}
+
+/// The calling task's invocation, for [`carried`].
+#[cfg_attr(
+    not(test),
+    allow(dead_code, reason = "the host's spawn carries an invocation with it")
+)]
+pub(crate) fn carry() -> Carried {
+    CURRENT
+        .try_with(|invocation| Carried {
+            header: invocation.header.clone(),
+            spans: invocation.spans.clone(),
+        })
+        .unwrap_or_default()
+}
+
+/// Runs `future` in the invocation `carried` from another task: its SDK
+/// requests carry that invocation's trace header, and its spans hang under
+/// that invocation's SERVER span, in its batch while it has not been sent.
+#[cfg_attr(
+    not(test),
+    allow(dead_code, reason = "the host's spawn carries an invocation with it")
+)]
+pub(crate) async fn carried<F: Future>(carried: Carried, future: F) -> F::Output {
+    if carried.header.is_none() && carried.spans.is_none() {
+        return future.await;
+    }
+    let invocation = Invocation {
+        header: carried.header,
+        spans: carried.spans,
+        server: None,
+    };
+    CURRENT.scope(invocation, future).await
+}
+
+/// The trace header of the invocation being served by the calling task, for
+/// a request the AWS SDK does not make (the SDK's own carry it already).
+/// `None` outside an invocation, or without a header.
+pub fn current() -> Option<String> {
+    CURRENT
+        .try_with(|invocation| invocation.header.clone())
+        .ok()
+        .flatten()
+}
+
+/// What the calling task knows of its invocation's spans.
+#[derive(Debug)]
+pub(super) enum Here {
+    /// No invocation's scope: a task of its own, or no invocation at all.
+    Outside,
+    /// An invocation not traced.
+    Untraced,
+    /// A traced invocation.
+    Traced(Spans),
+}
+
+/// The calling task's invocation's spans: one task-local lookup.
+pub(super) fn here() -> Here {
+    CURRENT
+        .try_with(|invocation| match &invocation.spans {
+            Some(spans) => Here::Traced(spans.clone()),
+            None => Here::Untraced,
+        })
+        .unwrap_or(Here::Outside)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_header_is_seen_inside_its_scope_only() {
+        assert_eq!(current(), None);
+        let inside = scope(Some("Root=1-a"), async { current() }).await;
+        assert_eq!(inside.as_deref(), Some("Root=1-a"));
+        assert_eq!(scope(None, async { current() }).await, None);
+        assert_eq!(current(), None);
+    }
+
+    #[tokio::test]
+    async fn concurrent_scopes_each_see_their_own_header() {
+        let one = scope(Some("Root=1-one"), async {
+            tokio::task::yield_now().await;
+            current()
+        });
+        let two = scope(Some("Root=1-two"), async {
+            tokio::task::yield_now().await;
+            current()
+        });
+        let (one, two) = tokio::join!(one, two);
+        assert_eq!(one.as_deref(), Some("Root=1-one"));
+        assert_eq!(two.as_deref(), Some("Root=1-two"));
+    }
+
+    #[tokio::test]
+    async fn a_carried_invocation_keeps_its_header_in_another_task() {
+        let (send, receive) = tokio::sync::oneshot::channel();
+        scope(Some("Root=1-a"), async {
+            tokio::spawn(carried(carry(), async move { send.send(current()) }));
+        })
+        .await;
+        assert_eq!(receive.await.unwrap().as_deref(), Some("Root=1-a"));
+    }
+}
