@@ -70,33 +70,41 @@ where
         };
         let trace_id = text(TRACE_ID);
         let tenant_id = text(TENANT_ID);
+        // Lines written while this invocation is served and answered carry
+        // its ids, as its request line does (the trace id's root, the id
+        // X-Ray shows). Opened inside the trace scope: spans under it are
+        // children of the invocation's SERVER span, wherever they run.
+        let open_span = || {
+            tracing::info_span!(
+                "invocation",
+                request_id,
+                xray_trace_id = trace_id.as_deref().and_then(trace::root),
+                tenant_id = tenant_id.as_deref(),
+            )
+        };
         // Everything the invocation runs is inside the guard: a panic
         // anywhere fails this invocation, and the worker serves on. Its SDK
         // requests carry its trace header and, when sampled, it sends its
-        // spans (`trace/`). Lines written while it is served carry its ids,
-        // as its request line does (the trace id's root, the id X-Ray
-        // shows); spans opened under its span are children of its SERVER
-        // span.
-        let span = tracing::info_span!(
-            "invocation",
-            request_id,
-            xray_trace_id = trace_id.as_deref().and_then(trace::root),
-            tenant_id = tenant_id.as_deref(),
-        );
-        let invocation = trace::scope(
-            trace_id.as_deref(),
-            invoke(shared, &headers, request_id, &payload, &mut service).instrument(span.clone()),
-        );
-        let answer = AssertUnwindSafe(invocation)
+        // spans (`trace/`).
+        let invocation = trace::scope(trace_id.as_deref(), async {
+            let span = open_span();
+            let answer = invoke(shared, &headers, request_id, &payload, &mut service)
+                .instrument(span.clone())
+                .await;
+            (answer, span)
+        });
+        let (answer, span) = AssertUnwindSafe(invocation)
             .catch_unwind()
             .await
             .unwrap_or_else(|panic| {
+                let span = open_span();
                 let message = panic_message(panic.as_ref());
                 tracing::error!(parent: &span, request_id, error = %message, "invocation failed: it panicked");
-                Err(Diagnostic {
+                let diagnostic = Diagnostic {
                     error_type: "Runtime.HandlerPanicked".to_owned(),
                     error_message: format!("the invocation panicked: {message}"),
-                })
+                };
+                (Err(diagnostic), span)
             });
         let invocation_id = headers.get(INVOCATION_ID);
         match answer {

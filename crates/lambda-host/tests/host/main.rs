@@ -1,6 +1,7 @@
 //! The host's own tests, on its public API only: the front doors' events
 //! both ways, and the invocation loop under a stand-in Runtime API.
 
+mod examples;
 mod front_doors;
 mod invocations;
 

@@ -1,0 +1,262 @@
+//! The examples, built by `cargo test` and run as Lambda runs a function:
+//! their own process, under the stand-in Runtime API, with the X-Ray
+//! daemon's stand-in listening and, for the axum one, a stand-in DynamoDB
+//! answering its SDK call. Each must answer every invocation and, for
+//! those Lambda sampled, send its SERVER span with the answer's status and
+//! its `tracing` spans beneath it; nothing for the others.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lambda_host::test_util::daemon::{Daemon, Datagram, attributes, hex};
+use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use serde_json::{Value, json};
+
+use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted, by_request_id};
+
+/// An example's binary, which `cargo test` builds beside the tests.
+fn example(name: &str) -> PathBuf {
+    let tests = std::env::current_exe().expect("the test binary's path");
+    let profile = tests
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let binary = profile.join("examples").join(name);
+    assert!(
+        binary.exists(),
+        "{} is not built: `cargo test` builds the examples (or `cargo build --examples`)",
+        binary.display()
+    );
+    binary
+}
+
+/// An HTTP API event for `GET path`.
+fn get(path: &str) -> Value {
+    let mut event: Value = serde_json::from_str(&crate::data("http-api.json")).expect("JSON");
+    event["rawPath"] = json!(path);
+    event["routeKey"] = json!("$default");
+    event["requestContext"]["http"]["method"] = json!("GET");
+    event["requestContext"]["http"]["path"] = json!(path);
+    event["body"] = Value::Null;
+    event
+}
+
+/// Runs `name` under the stand-ins until the Runtime API ends its loop
+/// (after the last invocation), with `env` added: its answers by request
+/// id, and every datagram it sent.
+fn run(
+    name: &str,
+    invocations: Vec<Invocation>,
+    env: &[(&str, &str)],
+) -> (HashMap<String, Posted>, Vec<Datagram>) {
+    let count = invocations.len();
+    let api = FakeRuntimeApi::start(invocations);
+    let daemon = Daemon::start();
+    let mut child = Command::new(example(name))
+        .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "orders")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+        .env("AWS_XRAY_DAEMON_ADDRESS", &daemon.address)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .env("AWS_CONFIG_FILE", "/nonexistent")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the example starts");
+    let started = Instant::now();
+    while child.try_wait().expect("its status").is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{name} was still running after a minute");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let answers = by_request_id(api.posted.try_iter().collect());
+    assert_eq!(
+        answers.len(),
+        count,
+        "{name} answered every invocation: {answers:#?}"
+    );
+    (answers, daemon.datagrams())
+}
+
+/// The spans of the datagram of the trace `invocation` belongs to.
+fn spans_of<'a>(datagrams: &'a [Datagram], invocation: &Invocation) -> Vec<&'a Span> {
+    let root = invocation.trace_root().trim_start_matches("1-").replace('-', "");
+    let spans: Vec<&Span> = datagrams
+        .iter()
+        .flat_map(|datagram| &datagram.spans)
+        .filter(|span| hex(&span.trace_id) == root)
+        .collect();
+    assert!(!spans.is_empty(), "no span of {}: {datagrams:#?}", invocation.id);
+    spans
+}
+
+fn named<'a>(spans: &[&'a Span], name: &str) -> &'a Span {
+    spans
+        .iter()
+        .find(|span| span.name == name)
+        .copied()
+        .unwrap_or_else(|| panic!("no span named {name}: {spans:#?}"))
+}
+
+fn server_of<'a>(spans: &[&'a Span]) -> &'a Span {
+    spans
+        .iter()
+        .find(|span| span.kind == SpanKind::Server as i32)
+        .copied()
+        .unwrap_or_else(|| panic!("no SERVER span: {spans:#?}"))
+}
+
+/// A stand-in DynamoDB that answers every request with the same list of
+/// tables, on a thread of its own; its endpoint URL.
+fn dynamodb() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = listener.local_addr().expect("an address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("a clone"));
+                let mut stream = stream;
+                loop {
+                    let mut length = 0;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some((name, value)) = line.split_once(':')
+                            && name.eq_ignore_ascii_case("content-length")
+                        {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let answer = r#"{"TableNames":["orders","orders-archive","users"]}"#;
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\n\
+                         x-amzn-requestid: DDB-REQUEST-1\r\ncontent-length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                    if stream.write_all(response.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+#[test]
+fn the_hello_service_fn_answers_with_the_path_and_a_sampled_request_sends_its_server_span() {
+    let sampled = Invocation::new("hello-1", get("/greeting")).sampled();
+    let unsampled = Invocation::new("hello-2", get("/other"));
+
+    let (answers, datagrams) = run("hello", vec![sampled.clone(), unsampled.clone()], &[]);
+
+    assert_eq!(answers["hello-1"].body["body"], "hello from /greeting");
+    assert_eq!(answers["hello-2"].body["body"], "hello from /other");
+    assert_eq!(datagrams.len(), 1, "only the sampled one: {datagrams:#?}");
+    let spans = spans_of(&datagrams, &sampled);
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    let server = attributes(&server_of(&spans).attributes);
+    assert_eq!(server["http.response.status_code"], 200);
+    assert_eq!(server["url.path"], "/greeting");
+    assert_eq!(server["faas.invocation_id"], "hello-1");
+}
+
+#[test]
+fn the_axum_router_answers_and_its_instrumented_span_and_sdk_call_hang_beneath_the_server_span() {
+    let endpoint = dynamodb();
+    let sampled = Invocation::new("axum-1", get("/tables/orders")).sampled();
+    let missing = Invocation::new("axum-2", get("/nowhere")).sampled();
+    let unsampled = Invocation::new("axum-3", get("/tables/users"));
+
+    let (answers, datagrams) = run(
+        "axum",
+        vec![sampled.clone(), missing.clone(), unsampled],
+        &[("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str())],
+    );
+
+    let body = |id: &str| -> Value {
+        serde_json::from_str(answers[id].body["body"].as_str().expect("a body")).expect("JSON")
+    };
+    assert_eq!(answers["axum-1"].body["statusCode"], 200);
+    assert_eq!(body("axum-1"), json!({ "tables": ["orders", "orders-archive"] }));
+    assert_eq!(body("axum-3"), json!({ "tables": ["users"] }));
+    assert_eq!(answers["axum-2"].body["statusCode"], 404);
+    assert_eq!(datagrams.len(), 2, "the two sampled ones: {datagrams:#?}");
+
+    let spans = spans_of(&datagrams, &sampled);
+    let server = server_of(&spans);
+    let tables = named(&spans, "tables");
+    let call = named(&spans, "DynamoDB.ListTables");
+    assert_eq!(spans.len(), 3, "{spans:#?}");
+    assert_eq!(
+        tables.parent_span_id, server.span_id,
+        "tables beneath the SERVER span"
+    );
+    assert_eq!(
+        call.parent_span_id, tables.span_id,
+        "the SDK's call beneath tables"
+    );
+    assert_eq!(call.kind, SpanKind::Client as i32);
+    let server_attributes = attributes(&server.attributes);
+    assert_eq!(server_attributes["http.response.status_code"], 200);
+    assert_eq!(server_attributes["http.route"], "/tables/{prefix}");
+    let tables_attributes = attributes(&tables.attributes);
+    assert_eq!(tables_attributes["prefix"], "\"orders\"");
+    assert_eq!(tables_attributes["count"], 2);
+    assert!(tables.start_time_unix_nano <= call.start_time_unix_nano);
+    assert!(call.end_time_unix_nano <= tables.end_time_unix_nano);
+    assert_eq!(attributes(&call.attributes)["aws.request_id"], "DDB-REQUEST-1");
+
+    let spans = spans_of(&datagrams, &missing);
+    assert_eq!(spans.len(), 1, "no handler ran: {spans:#?}");
+    let missing_attributes = attributes(&server_of(&spans).attributes);
+    assert_eq!(missing_attributes["http.response.status_code"], 404);
+    assert_eq!(missing_attributes.get("http.route"), None);
+}
+
+#[test]
+fn the_tower_http_trace_layer_on_the_functions_own_subscriber_sends_its_request_span_beneath_the_server_span()
+{
+    let sampled = Invocation::new("tower-1", get("/anything")).sampled();
+    let unsampled = Invocation::new("tower-2", get("/anything"));
+
+    let (answers, datagrams) = run("tower_trace", vec![sampled.clone(), unsampled], &[]);
+
+    assert_eq!(answers["tower-1"].body["body"], "Success");
+    assert_eq!(answers["tower-2"].body["body"], "Success");
+    assert_eq!(datagrams.len(), 1, "only the sampled one: {datagrams:#?}");
+    let spans = spans_of(&datagrams, &sampled);
+    let server = server_of(&spans);
+    let request = named(&spans, "request");
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    assert_eq!(request.parent_span_id, server.span_id);
+    let request_attributes = attributes(&request.attributes);
+    assert_eq!(request_attributes["method"], "GET");
+    assert_eq!(
+        request_attributes["uri"],
+        "https://p7x2k9qw3m.execute-api.us-east-1.amazonaws.com/anything"
+    );
+    assert_eq!(attributes(&server.attributes)["http.response.status_code"], 200);
+}
