@@ -163,7 +163,7 @@ impl JwksFetcher {
                 }
             };
             let status = response.status().as_u16();
-            answered(&span, status);
+            record_status(&span, status);
             let response = response
                 .try_into_http1x()
                 .map_err(|err| FetchError::Body(err.into()))?;
@@ -231,7 +231,7 @@ fn client_span(url: &FetchUrl) -> Span {
 }
 
 /// An answer came: a 4xx or 5xx makes the span an error, typed by the status.
-fn answered(span: &Span, status: u16) {
+fn record_status(span: &Span, status: u16) {
     span.record("http.response.status_code", status);
     if status >= 400 {
         span.record("error.type", tracing::field::display(status));
