@@ -4,7 +4,7 @@
 //! function routes on the request `lambda_http::run` would have given it.
 
 use lambda_host::envelope;
-use lambda_http::{Request, RequestExt};
+use lambda_host::test_util::front_doors::request_parts;
 use serde_json::{Value, json};
 
 use crate::helpers::{Event, TestApp, assert_item};
@@ -170,48 +170,6 @@ async fn auth_failures_in_the_samples_carry_their_challenges() {
     assert_eq!(get.header("allow"), Some("POST"));
 }
 
-/// The parts of a request anything downstream can read, as one value, so
-/// that a difference shows which part differs. lambda-host's own tests
-/// compare its samples the same way (its `tests/host/front_doors.rs`);
-/// the function's samples are the function's to compare, and two test
-/// crates share no source file.
-fn parts(request: &Request) -> Value {
-    json!({
-        "method": request.method().as_str(),
-        "uri": request.uri().to_string(),
-        "version": format!("{:?}", request.version()),
-        "headers": request
-            .headers()
-            .iter()
-            .map(|(name, value)| json!([name.as_str(), String::from_utf8_lossy(value.as_bytes())]))
-            .collect::<Vec<_>>(),
-        "body": format!("{:?}", request.body()),
-        "raw_http_path": request.raw_http_path(),
-        "query_string_parameters": format!("{:?}", sorted(request.query_string_parameters_ref())),
-        "path_parameters": format!("{:?}", sorted(request.path_parameters_ref())),
-        "stage_variables": format!("{:?}", sorted(request.stage_variables_ref())),
-        "request_context": serde_json::to_value(request.request_context_ref()).expect("serializable"),
-    })
-}
-
-/// A `QueryMap` is a hash map: its own order is not the event's.
-fn sorted(
-    map: Option<&lambda_http::aws_lambda_events::query_map::QueryMap>,
-) -> Option<Vec<(String, Vec<String>)>> {
-    map.map(|map| {
-        let mut pairs: Vec<(String, Vec<String>)> = map
-            .iter()
-            .map(|(key, _)| {
-                let values = map.all(key).unwrap_or_default();
-                (key.to_owned(), values.into_iter().map(str::to_owned).collect())
-            })
-            .collect();
-        pairs.sort();
-        pairs.dedup();
-        pairs
-    })
-}
-
 #[test]
 fn every_sample_event_decodes_to_the_request_lambda_http_makes_of_it() {
     for file in sample_files() {
@@ -221,6 +179,6 @@ fn every_sample_event_decodes_to_the_request_lambda_http_makes_of_it() {
         let ours = envelope::decode(event.as_bytes())
             .unwrap_or_else(|err| panic!("events/{file}: {err}"))
             .request;
-        assert_eq!(parts(&ours), parts(&theirs), "events/{file}");
+        assert_eq!(request_parts(&ours), request_parts(&theirs), "events/{file}");
     }
 }

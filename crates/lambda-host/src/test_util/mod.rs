@@ -15,4 +15,5 @@
 )]
 
 pub mod daemon;
+pub mod front_doors;
 pub mod runtime_api;

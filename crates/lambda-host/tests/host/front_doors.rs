@@ -6,11 +6,12 @@
 
 use futures_util::FutureExt;
 use lambda_host::envelope::{self, Decoded};
+use lambda_host::test_util::front_doors::request_parts;
 use lambda_http::http::StatusCode;
 use lambda_http::http::header::{
     CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue, SET_COOKIE, VARY, WWW_AUTHENTICATE,
 };
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Response};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -18,55 +19,10 @@ fn decode(event: &str) -> Decoded {
     envelope::decode(event.as_bytes()).unwrap_or_else(|err| panic!("{err}: {event}"))
 }
 
-/// The parts of a request anything downstream can read, as one value, so
-/// that a difference shows which part differs.
-fn parts(request: &Request) -> Value {
-    json!({
-        "method": request.method().as_str(),
-        "uri": request.uri().to_string(),
-        "version": format!("{:?}", request.version()),
-        "headers": request
-            .headers()
-            .iter()
-            .map(|(name, value)| json!([name.as_str(), String::from_utf8_lossy(value.as_bytes())]))
-            .collect::<Vec<_>>(),
-        "body": format!("{:?}", request.body()),
-        "raw_http_path": request.raw_http_path(),
-        "query_string_parameters": format!("{:?}", sorted(request.query_string_parameters_ref())),
-        "path_parameters": format!("{:?}", sorted(request.path_parameters_ref())),
-        "stage_variables": format!("{:?}", sorted(request.stage_variables_ref())),
-        "request_context": serde_json::to_value(request.request_context_ref()).expect("serializable"),
-    })
-}
-
-/// A `QueryMap` is a hash map: its own order is not the event's.
-fn sorted(
-    map: Option<&lambda_http::aws_lambda_events::query_map::QueryMap>,
-) -> Option<Vec<(String, Vec<String>)>> {
-    map.map(|map| {
-        let mut pairs: Vec<(String, Vec<String>)> = map
-            .iter()
-            .map(|(key, _)| {
-                (
-                    key.to_owned(),
-                    map.all(key)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(str::to_owned)
-                        .collect(),
-                )
-            })
-            .collect();
-        pairs.sort();
-        pairs.dedup();
-        pairs
-    })
-}
-
 fn assert_decoded_as_lambda_http_does(event: &str) {
     let theirs = lambda_http::request::from_str(event).unwrap_or_else(|err| panic!("{err}: {event}"));
     let ours = decode(event).request;
-    assert_eq!(parts(&ours), parts(&theirs), "{event}");
+    assert_eq!(request_parts(&ours), request_parts(&theirs), "{event}");
 }
 
 #[test]
