@@ -14,3 +14,6 @@ pub mod handler;
 pub mod plant;
 pub mod store;
 pub mod telemetry;
+
+#[cfg(feature = "test-util")]
+pub mod fuzzing;

@@ -9,11 +9,6 @@
 //! "quickly" is this thread's CPU time, which a busy machine stretches far
 //! less than the time on the wall.
 
-/// Shared with the fuzz targets: `block_on` polls the handler on this
-/// thread, where `measure` counts.
-#[path = "../fuzz/src/in_process.rs"]
-mod in_process;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::Duration;
@@ -26,7 +21,9 @@ use plant_store::handler::App;
 use plant_store::plant::MAX_BODY_BYTES;
 use plant_store::store::MemoryStore;
 
-use crate::in_process::{JsonResponse, block_on};
+// Shared with the fuzz targets: `block_on` polls the handler on this
+// thread, where `measure` counts.
+use plant_store::fuzzing::{JsonResponse, block_on};
 
 struct CountingAllocator;
 

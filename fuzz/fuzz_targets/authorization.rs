@@ -1,4 +1,4 @@
-//! The `Authorization` header parser: see `plant_store_fuzz::authorization`.
+//! The `Authorization` header parser: see `plant_store::fuzzing::authorization`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| plant_store_fuzz::authorization(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| plant_store::fuzzing::authorization(data));

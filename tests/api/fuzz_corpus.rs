@@ -1,7 +1,7 @@
 //! The fuzz corpus, replayed on every `make test`: each committed input of
 //! `fuzz/corpus/<target>/` and each crash reproducer of
 //! `fuzz/regressions/<target>/` goes through the fuzz target's own body
-//! (included from `fuzz/src/lib.rs`), so this needs neither libFuzzer nor a
+//! (`plant_store::fuzzing`), so this needs neither libFuzzer nor a
 //! nightly compiler, and every invariant the fuzzer checks is checked here.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

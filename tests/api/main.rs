@@ -7,10 +7,6 @@ mod events;
 mod fault_proxy;
 mod faults;
 mod fuzz_corpus;
-/// The fuzz targets' bodies (`fuzz/` is a crate of its own), for the corpus
-/// replay, and their in-process reading of a response, for the harness.
-#[path = "../../fuzz/src/lib.rs"]
-mod fuzz_targets;
 mod helpers;
 mod jwt;
 mod prewarm;
@@ -23,3 +19,6 @@ mod traces;
 
 /// The host's stand-in Runtime API (its `test-util` feature).
 use lambda_host::test_util::runtime_api as runtime_fake;
+/// The fuzz targets' bodies, for the corpus replay, and their in-process
+/// reading of a response, for the harness (the `test-util` feature).
+use plant_store::fuzzing as fuzz_targets;

@@ -2,9 +2,9 @@
 //! polled to completion on this thread, and its response read as the
 //! contract speaks of it.
 //!
-//! Shared, by path, with the function's own tests: `tests/hostile.rs`
-//! counts this thread's allocations around `block_on`, and the API tests
-//! read every response through `JsonResponse`.
+//! The function's own tests use it too: `tests/hostile.rs` counts this
+//! thread's allocations around `block_on`, and the API tests read every
+//! response through `JsonResponse`.
 
 use std::future::Future;
 use std::pin::pin;

@@ -1,26 +1,32 @@
-//! The bodies of the fuzz targets, as plain functions of the input bytes.
+//! The bodies of the fuzz targets, as plain functions of the input bytes,
+//! behind the `test-util` feature (test support, never in a bootstrap).
 //!
-//! libFuzzer drives them through `fuzz_targets/` (`make fuzz`); `make test`
-//! replays the committed corpus through the very same functions on stable
-//! Rust, without libFuzzer (`tests/api/fuzz_corpus.rs`), because the API
-//! test binary includes this file as a module. A crash the fuzzer once
-//! found therefore stays fixed.
+//! libFuzzer drives them through `fuzz/fuzz_targets/` (`make fuzz`); `make
+//! test` replays the committed corpus through the very same functions on
+//! stable Rust, without libFuzzer (`tests/api/fuzz_corpus.rs`). A crash the
+//! fuzzer once found therefore stays fixed.
 //!
 //! Each function panics when an invariant of the contract breaks: a panic is
 //! what the fuzzer reports, and what fails the replay test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod in_process;
 
+use crate::auth::{AuthError, Authenticator, bearer_token};
+use crate::error::ApiError;
+use crate::handler::App;
+use crate::plant::{MAX_BODY_BYTES, NewPlant, Plant};
+use crate::store::MemoryStore;
 use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
 use lambda_http::http::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, Uri};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
-use plant_store::auth::{AuthError, Authenticator, bearer_token};
-use plant_store::error::ApiError;
-use plant_store::handler::App;
-use plant_store::plant::{MAX_BODY_BYTES, NewPlant, Plant};
-use plant_store::store::MemoryStore;
 use serde_json::Value;
 
 pub use in_process::{JsonResponse, block_on};
@@ -324,7 +330,7 @@ fn check(answer: &JsonResponse, input: &Input, store: &MemoryStore) {
     }
 }
 
-fn plant_id(answer: &JsonResponse, input: &Input) -> plant_store::plant::PlantId {
+fn plant_id(answer: &JsonResponse, input: &Input) -> crate::plant::PlantId {
     match NewPlant::from_json(&input.body) {
         Ok(plant) => plant.id,
         Err(err) => panic!("a {} for a body the parser refuses ({err})", answer.status),
