@@ -9,6 +9,14 @@
 //! "quickly" is this thread's CPU time, which a busy machine stretches far
 //! less than the time on the wall.
 
+// A test crate: a failing unwrap, expect, panic or index is how it reports.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::Duration;
@@ -50,6 +58,8 @@ fn size(bytes: usize) -> isize {
 
 // SAFETY: every method forwards to `System` unchanged; the bookkeeping uses
 // const-initialised thread-locals without destructors, which never allocate.
+// Counting allocations needs a global allocator, which only unsafe code can be.
+#[allow(unsafe_code)]
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract for `alloc` is passed on as is.
@@ -102,6 +112,8 @@ fn measure<T>(f: impl FnOnce() -> T) -> (T, usize, Duration) {
 }
 
 /// The CPU time this thread has used so far.
+// The one unsafe call is the FFI below; std has no thread CPU clock.
+#[allow(unsafe_code)]
 fn thread_cpu_time() -> Duration {
     let mut time = libc::timespec {
         tv_sec: 0,

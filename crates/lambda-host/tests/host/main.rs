@@ -1,6 +1,14 @@
 //! The host's own tests, on its public API only: the front doors' events
 //! both ways, and the invocation loop under a stand-in Runtime API.
 
+// A test crate: a failing unwrap, expect, panic or index is how it reports.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod examples;
 mod front_doors;
 mod invocations;
