@@ -15,18 +15,18 @@ use lambda_http::{Request, RequestExt};
 /// # use lambda_host::ApiPath;
 /// # fn route(request: &lambda_http::Request) -> bool {
 /// let path = request.extensions().get::<ApiPath>().map_or("/", ApiPath::as_str);
-/// path == "/plants"
+/// path == "/orders"
 /// # }
 /// ```
 ///
 /// The front doors leave these in or take them out each their own way:
 /// - REST APIs give the path without the stage, but HTTP APIs on a named
-///   stage put the stage in `rawPath`: it is stripped, so `/prod/plants`
-///   is `/plants`.
+///   stage put the stage in `rawPath`: it is stripped, so `/prod/orders`
+///   is `/orders`.
 /// - Behind a custom domain, API Gateway leaves the API mapping key in the
-///   path (`/v1/plants`, `/orders/v1/plants`) and says nowhere what the
+///   path (`/v1/orders`, `/orders/v1/orders`) and says nowhere what the
 ///   key was, but it names the route that matched (`routeKey`
-///   `POST /plants`, `resource` `/plants`). When that route is a literal
+///   `POST /orders`, `resource` `/orders`). When that route is a literal
 ///   path and the request's path is whole segments followed by it, the
 ///   route is what the client asked for. A `$default` route or a
 ///   `{proxy+}` resource names no path: behind those the path is kept as
@@ -118,7 +118,7 @@ mod tests {
         assert!(!is_whole_segments("/"));
         assert!(!is_whole_segments("/v1/"));
         assert!(!is_whole_segments("v1"));
-        assert!(is_literal_route("/plants"));
+        assert!(is_literal_route("/orders"));
         assert!(!is_literal_route("/{proxy+}"));
         assert!(!is_literal_route("$default"));
     }

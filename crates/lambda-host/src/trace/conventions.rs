@@ -389,10 +389,10 @@ mod tests {
     fn the_annotations_list_names_the_hosts_then_the_functions_once_each() {
         let conventions = Conventions::new("s", None);
         let mut bytes = Vec::new();
-        conventions.annotations_attribute(&mut Writer::new(&mut bytes), &["ErrorCode", "Status"]);
+        conventions.annotations_attribute(&mut Writer::new(&mut bytes), &["Tier", "Status"]);
         assert_eq!(
             span_attributes(&bytes)["aws.xray.annotations"],
-            serde_json::json!(["ColdStart", "Status", "ErrorCode"])
+            serde_json::json!(["ColdStart", "Status", "Tier"])
         );
     }
 }

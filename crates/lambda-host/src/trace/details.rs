@@ -15,12 +15,12 @@ pub(super) const MAX_ANNOTATIONS: usize = 48;
 /// # let mut response = lambda_http::Response::new(lambda_http::Body::Empty);
 /// response
 ///     .extensions_mut()
-///     .insert(SpanDetails::default().route("/plants").annotate("ErrorCode", 40901));
+///     .insert(SpanDetails::default().route("/orders/{id}").annotate("Tier", "gold"));
 /// ```
 ///
 /// The route becomes `http.route`. Each annotation becomes an attribute
 /// and is listed in `aws.xray.annotations`, which X-Ray indexes for its
-/// filter expressions (`annotation.ErrorCode = 40901`); X-Ray takes keys
+/// filter expressions (`annotation.Tier = "gold"`); X-Ray takes keys
 /// of letters, digits and underscores. The host's own annotations
 /// (`ColdStart`, `Status`) win over the function's of the same name. A
 /// route alone allocates nothing.
@@ -43,7 +43,7 @@ pub enum Annotation {
 }
 
 impl SpanDetails {
-    /// The route that matched (`/plants/{id}`), as the SERVER span's
+    /// The route that matched (`/orders/{id}`), as the SERVER span's
     /// `http.route`.
     #[must_use]
     pub fn route(mut self, route: impl Into<Cow<'static, str>>) -> Self {
@@ -126,16 +126,16 @@ mod tests {
     #[test]
     fn a_key_annotated_twice_keeps_its_last_value() {
         let details = SpanDetails::default()
-            .route("/plants")
-            .annotate("ErrorCode", 40901)
-            .annotate("ErrorCode", 40902u32)
+            .route("/orders")
+            .annotate("Shard", 40901)
+            .annotate("Shard", 40902u32)
             .annotate("Tenant", "t-1")
             .annotate("Retried", true);
-        assert_eq!(details.route_str(), Some("/plants"));
+        assert_eq!(details.route_str(), Some("/orders"));
         assert_eq!(
             details.annotations(),
             [
-                ("ErrorCode", Annotation::Int(40902)),
+                ("Shard", Annotation::Int(40902)),
                 ("Tenant", Annotation::Str("t-1".into())),
                 ("Retried", Annotation::Bool(true)),
             ]

@@ -19,7 +19,7 @@ fn http_api_event(change: impl FnOnce(&mut Value)) -> Vec<u8> {
             "stage": "$default",
             "timeEpoch": 0
         },
-        "body": "{\"id\":1,\"name\":\"Fern\"}",
+        "body": "{\"id\":1,\"name\":\"Widget\"}",
         "isBase64Encoded": false
     });
     change(&mut event);
@@ -40,7 +40,7 @@ fn an_event_from_a_front_door_is_decoded_with_nothing_set_aside() {
 
     assert_eq!(repairs(&decoded), Repairs::default());
     assert_eq!(decoded.request.uri().to_string(), "https://api.example.com/items");
-    assert_eq!(decoded.request.body().as_ref(), br#"{"id":1,"name":"Fern"}"#);
+    assert_eq!(decoded.request.body().as_ref(), br#"{"id":1,"name":"Widget"}"#);
 }
 
 #[test]

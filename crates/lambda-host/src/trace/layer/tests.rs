@@ -77,11 +77,11 @@ async fn a_tracing_span_in_a_sampled_invocation_is_a_child_of_the_server_span_wi
     let (before, after) = invocation(tracer, SAMPLED, async {
         let before = exporter::now();
         let span = tracing::info_span!(
-            "load_plant",
-            plant.id = 7,
+            "load_order",
+            order.id = 7,
             cached = false,
             ratio = 0.5,
-            name = "fern"
+            name = "widget"
         );
         async { tokio::task::yield_now().await }.instrument(span).await;
         (before, exporter::now())
@@ -90,14 +90,14 @@ async fn a_tracing_span_in_a_sampled_invocation_is_a_child_of_the_server_span_wi
 
     let spans = received(&listener);
     assert_eq!(spans.len(), 2, "the span and the SERVER span only: {spans:#?}");
-    let (load, server) = (named(&spans, "load_plant"), server(&spans));
+    let (load, server) = (named(&spans, "load_order"), server(&spans));
     assert_eq!(load.parent_span_id, server.span_id);
     assert_eq!(load.trace_id, server.trace_id);
     assert_eq!(load.kind, 1, "INTERNAL");
     assert_eq!(load.flags, 0x101);
     assert_eq!(
         attributes(&load.attributes),
-        json!({ "plant.id": 7, "cached": false, "ratio": 0.5, "name": "fern" })
+        json!({ "order.id": 7, "cached": false, "ratio": 0.5, "name": "widget" })
     );
     assert!(before <= load.start_time_unix_nano, "started inside the work");
     assert!(load.start_time_unix_nano <= load.end_time_unix_nano);
@@ -220,7 +220,7 @@ async fn outside_any_invocation_the_layer_records_and_sends_nothing() {
     let (_tracer, listener) = daemon(false);
     let _subscriber = subscribed();
 
-    let span = tracing::info_span!("at_start", table = "plants");
+    let span = tracing::info_span!("at_start", table = "orders");
     span.in_scope(|| tracing::error!(error = "no table", "init failed"));
     let invocation = tracing::info_span!(target: "lambda_host", "invocation");
     let recorded = |span: &tracing::Span| {

@@ -46,9 +46,7 @@ pub(in crate::trace) fn datagrams(listener: &std::net::UdpSocket) -> Vec<Datagra
 
 /// The function's details of a 409 or 503: its route and error code.
 fn details(code: u32) -> SpanDetails {
-    SpanDetails::default()
-        .route("/orders")
-        .annotate("ErrorCode", code)
+    SpanDetails::default().route("/orders").annotate("Shard", code)
 }
 
 pub(in crate::trace) fn answer(status: u16, details: Option<&SpanDetails>) -> ServerAnswer<'_> {
@@ -211,8 +209,8 @@ async fn a_server_span_from_an_answer_with_details_carries_the_route_and_the_fun
             "cloud.account.id": "123456789012", "faas.coldstart": true,
             "http.request.method": "POST", "url.path": "/orders", "http.route": "/orders",
             "http.response.status_code": 409,
-            "ColdStart": true, "Status": 409, "ErrorCode": 40901,
-            "aws.xray.annotations": ["ColdStart", "Status", "ErrorCode"],
+            "ColdStart": true, "Status": 409, "Shard": 40901,
+            "aws.xray.annotations": ["ColdStart", "Status", "Shard"],
         })
     );
 }
@@ -233,7 +231,7 @@ async fn a_server_span_from_an_answer_without_details_has_no_route_and_only_the_
     let span = &datagrams(&listener)[0].spans[0];
     let attributes = attributes(&span.attributes);
     assert_eq!(attributes.get("http.route"), None);
-    assert_eq!(attributes.get("ErrorCode"), None);
+    assert_eq!(attributes.get("Shard"), None);
     assert_eq!(attributes.get("cloud.resource_id"), None);
     assert_eq!(attributes["url.path"], "/orders");
     assert_eq!(attributes["Status"], 404);
