@@ -175,6 +175,39 @@ async fn a_panicking_handler_fails_only_its_own_invocation() {
 }
 
 #[tokio::test]
+async fn a_service_that_returns_an_err_fails_only_its_own_invocation_with_that_error() {
+    let fails = Invocation::new("req-err", http_event("fail"));
+    let api = FakeRuntimeApi::start(vec![
+        fails.clone(),
+        Invocation::new("req-fine", http_event("fine")),
+    ]);
+
+    let _ = Lambda::new(api.uri(), function_config())
+        .serve(service_fn(|request: Request| async move {
+            if request.body().as_ref() == b"fail" {
+                return Err(lambda_http::Error::from("the store is gone"));
+            }
+            Ok(Response::new(Body::from("ok")))
+        }))
+        .await;
+
+    let failed = api.next_post();
+    assert_eq!(failed.path, "/2018-06-01/runtime/invocation/req-err/error");
+    assert_eq!(
+        failed.body["errorMessage"], "the store is gone",
+        "{:?}",
+        failed.body
+    );
+    assert_eq!(
+        failed.header("lambda-runtime-invocation-id"),
+        fails.invocation_id.as_deref()
+    );
+    let fine = api.next_post();
+    assert_eq!(fine.path, "/2018-06-01/runtime/invocation/req-fine/response");
+    assert_eq!(fine.body["statusCode"], 200);
+}
+
+#[tokio::test]
 async fn an_invocation_without_a_deadline_is_reported_and_the_next_one_served() {
     let api = FakeRuntimeApi::start(vec![
         Invocation::new("req-no-deadline", http_event("x")).without_deadline(),
