@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Where a warm invocation's instructions go: one function process under
+callgrind, served by the benchmark's Runtime API emulator against DynamoDB
+Local, its counters zeroed after a warm-up and dumped after a window of
+creates, one at a time or `--concurrency` in flight.
+
+Instruction counts, unlike CPU time, come out the same on a machine busy
+with other work, so that two builds (plant-store and bench/floor) profiled
+one after the other compare fairly. Needs valgrind (`callgrind_control`
+included) and a build with symbols: the release profile with
+`CARGO_PROFILE_RELEASE_STRIP=false` (and, for line numbers,
+`CARGO_PROFILE_RELEASE_DEBUG=line-tables-only`), which changes no code.
+
+    bench/profile.py --binary target/release/plant-store --out /tmp/ps
+    bench/profile.py --floor target/release/plant-store-bench-floor --out /tmp/floor
+    bench/profile.py --binary ... --concurrency 64 --invocations 2000 --out /tmp/ps64
+
+Prints the window's instructions per invocation; `callgrind_annotate
+--inclusive=yes OUT/callgrind.out.*` splits them by function.
+Figures and method: docs/performance.md ("The floor").
+"""
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+
+from fixtures import Events, Run, check_answers, check_created
+from run import at_least
+from subjects import Subject, fail, floor_subject, log, rust_subject
+
+
+def callgrind(control, pid):
+    subprocess.run(["callgrind_control", control, str(pid)], check=True, capture_output=True)
+
+
+def instructions(path):
+    """The `summary:` (or `totals:`) line of a callgrind dump: Ir."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--binary", help="a plant-store build with symbols")
+    which.add_argument("--floor", help="a bench/floor build with symbols")
+    parser.add_argument("--sampled", action="store_true", help="every invocation sampled for X-Ray (traced)")
+    parser.add_argument("--transport", choices=("http", "https"), default="https")
+    parser.add_argument("--warm", type=at_least(1), default=50, help="invocations before the window (default 50)")
+    parser.add_argument("--invocations", type=at_least(1), default=200, help="invocations in the window (200)")
+    parser.add_argument("--concurrency", type=at_least(1), default=1, help="in flight (default 1: one at a time)")
+    parser.add_argument("--out", required=True, help="a folder for the callgrind dumps")
+    args = parser.parse_args()
+    for tool in ("valgrind", "callgrind_control"):
+        if shutil.which(tool) is None:
+            fail(f"{tool} is needed: install valgrind")
+    if args.floor:
+        subject = floor_subject(args.floor)
+    else:
+        subject = rust_subject("traced" if args.sampled else "rust", args.binary, ["xray=sampled"] * args.sampled)
+    os.makedirs(args.out, exist_ok=True)
+    for old in glob.glob(os.path.join(args.out, "callgrind.out.*")):
+        os.remove(old)
+    out_file = os.path.join(os.path.abspath(args.out), "callgrind.out.%p")
+    # The same subject, its program run under callgrind.
+    wrapped = Subject(
+        **{
+            **vars(subject),
+            "argv": ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", "--vgdb=yes", *subject.argv],
+        }
+    )
+    events = Events(start=30_000_000)
+    concurrency = args.concurrency if args.concurrency > 1 else None
+    with tempfile.TemporaryDirectory(prefix="plant-store-profile-") as scratch:
+        with Run(scratch, (args.transport,), 5.0) as run:
+            with run.function(wrapped, args.transport, " under callgrind", concurrency=concurrency) as fn:
+                fn.start()
+                if concurrency:
+                    fn.api.wait_next(timeout=120, count=concurrency)
+                    check_answers(wrapped, fn.serve((events.create() for _ in range(args.warm)), concurrency))
+                    fn.api.wait_next(timeout=120, count=concurrency)
+                else:
+                    for _ in range(args.warm):
+                        check_created(wrapped, fn.invoke(events.create())[0])
+                    fn.api.wait_next(timeout=120)
+                log(f"{subject.name}: warm; {args.invocations} invocations profiled")
+                callgrind("-z", fn.proc.pid)
+                if concurrency:
+                    check_answers(wrapped, fn.serve((events.create() for _ in range(args.invocations)), concurrency))
+                    fn.api.wait_next(timeout=120, count=concurrency)
+                else:
+                    for _ in range(args.invocations):
+                        check_created(wrapped, fn.invoke(events.create())[0])
+                    fn.api.wait_next(timeout=120)
+                callgrind("-d", fn.proc.pid)
+    dumps = sorted(glob.glob(os.path.join(args.out, "callgrind.out.*.1")))
+    if not dumps:
+        fail(f"no dump of the window in {args.out}")
+    for stale in set(glob.glob(os.path.join(args.out, "callgrind.out.*"))) - set(dumps):
+        os.remove(stale)
+    total = instructions(dumps[0])
+    print(
+        f"{subject.name} over {args.transport}, {args.concurrency} in flight: "
+        f"{total / args.invocations:,.0f} instructions per invocation ({dumps[0]})"
+    )
+
+
+if __name__ == "__main__":
+    main()
