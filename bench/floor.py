@@ -250,6 +250,22 @@ def write(results, cold_text, out):
             f"in flight: one process each, {s['concurrency_invocations']} creates over HTTPS behind 5 ms per "
             "DynamoDB request, on whole cores. CPU: the process's CPU clock, read from outside.",
         ]
+    if any(results["concurrency"].values()):
+        text += [
+            "",
+            "## In flight: where the CPU goes",
+            "",
+            "| implementation | in flight | creates/s | CPU per create (ms) | kernel's share "
+            "| context switches per create |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for name, levels in results["concurrency"].items():
+            for level, r in levels.items():
+                share = r.get("system_share")
+                text.append(
+                    f"| {name} | {level} | {r['creates_per_s']:,.0f} | {r['cpu_per_invocation_ms']:.3f} | "
+                    f"{'–' if share is None else f'{share:.0%}'} | {r.get('context_switches_per_invocation', 0):.2f} |"
+                )
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "floor.json"), "w") as f:
         json.dump(results, f, indent=1)

@@ -45,12 +45,46 @@ def instructions(path):
     return None
 
 
+def profile(args, subject, wrapped, events, scratch):
+    """The function's warm-up, then its counters zeroed, the window, and a dump."""
+    concurrency = args.concurrency if args.concurrency > 1 else None
+    with Run(scratch, (args.transport,), 5.0) as run:
+        if args.jwt:
+            events.headers["authorization"] = f"Bearer {run.start_issuer()}"
+        with run.function(wrapped, args.transport, " under callgrind", concurrency=concurrency) as fn:
+            fn.start()
+            # The warm-up's answers are not checked: under callgrind,
+            # 50 times slower, an init-time fetch of the issuer's keys
+            # may miss its budget, and the first answers be 503s.
+            if concurrency:
+                fn.api.wait_next(timeout=120, count=concurrency)
+                fn.serve((events.create() for _ in range(args.warm)), concurrency)
+                fn.api.wait_next(timeout=120, count=concurrency)
+            else:
+                for _ in range(args.warm):
+                    fn.invoke(events.create())
+                fn.api.wait_next(timeout=120)
+            log(f"{subject.name}: warm; {args.invocations} invocations profiled")
+            callgrind("-z", fn.proc.pid)
+            if concurrency:
+                check_answers(wrapped, fn.serve((events.create() for _ in range(args.invocations)), concurrency))
+                fn.api.wait_next(timeout=120, count=concurrency)
+            else:
+                for _ in range(args.invocations):
+                    check_created(wrapped, fn.invoke(events.create())[0])
+                fn.api.wait_next(timeout=120)
+            callgrind("-d", fn.proc.pid)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--binary", help="a plant-store build with symbols")
     which.add_argument("--floor", help="a bench/floor build with symbols")
     parser.add_argument("--sampled", action="store_true", help="every invocation sampled for X-Ray (traced)")
+    parser.add_argument(
+        "--jwt", action="store_true", help="a JWT on every request, checked against a throw-away issuer"
+    )
     parser.add_argument("--transport", choices=("http", "https"), default="https")
     parser.add_argument("--warm", type=at_least(1), default=50, help="invocations before the window (default 50)")
     parser.add_argument("--invocations", type=at_least(1), default=200, help="invocations in the window (200)")
@@ -76,29 +110,14 @@ def main():
         }
     )
     events = Events(start=30_000_000)
-    concurrency = args.concurrency if args.concurrency > 1 else None
     with tempfile.TemporaryDirectory(prefix="plant-store-profile-") as scratch:
-        with Run(scratch, (args.transport,), 5.0) as run:
-            with run.function(wrapped, args.transport, " under callgrind", concurrency=concurrency) as fn:
-                fn.start()
-                if concurrency:
-                    fn.api.wait_next(timeout=120, count=concurrency)
-                    check_answers(wrapped, fn.serve((events.create() for _ in range(args.warm)), concurrency))
-                    fn.api.wait_next(timeout=120, count=concurrency)
-                else:
-                    for _ in range(args.warm):
-                        check_created(wrapped, fn.invoke(events.create())[0])
-                    fn.api.wait_next(timeout=120)
-                log(f"{subject.name}: warm; {args.invocations} invocations profiled")
-                callgrind("-z", fn.proc.pid)
-                if concurrency:
-                    check_answers(wrapped, fn.serve((events.create() for _ in range(args.invocations)), concurrency))
-                    fn.api.wait_next(timeout=120, count=concurrency)
-                else:
-                    for _ in range(args.invocations):
-                        check_created(wrapped, fn.invoke(events.create())[0])
-                    fn.api.wait_next(timeout=120)
-                callgrind("-d", fn.proc.pid)
+        try:
+            profile(args, subject, wrapped, events, scratch)
+        except SystemExit:
+            for path in glob.glob(os.path.join(scratch, f"{subject.name}-*.log")):
+                with open(path, errors="replace") as f:
+                    log(f"the end of {os.path.basename(path)}:\n" + "".join(f.readlines()[-20:]))
+            raise
     dumps = sorted(glob.glob(os.path.join(args.out, "callgrind.out.*.1")))
     if not dumps:
         fail(f"no dump of the window in {args.out}")
