@@ -2,7 +2,10 @@
 """Where a warm invocation's instructions go: one function process under
 callgrind, served by the benchmark's Runtime API emulator against DynamoDB
 Local, its counters zeroed after a warm-up and dumped after a window of
-creates, one at a time or `--concurrency` in flight.
+creates, one at a time or `--concurrency` in flight. With `--perf`, the
+process runs as it is and `perf record` samples its CPU clock over the
+window instead (kernel included, threads truly concurrent: what callgrind,
+which runs one thread at a time and counts no kernel work, cannot show).
 
 Instruction counts, unlike CPU time, come out the same on a machine busy
 with other work, so that two builds (plant-store and bench/floor) profiled
@@ -14,6 +17,7 @@ included) and a build with symbols: the release profile with
     bench/profile.py --binary target/release/plant-store --out /tmp/ps
     bench/profile.py --floor target/release/plant-store-bench-floor --out /tmp/floor
     bench/profile.py --binary ... --concurrency 64 --invocations 2000 --out /tmp/ps64
+    bench/profile.py --binary ... --concurrency 64 --invocations 4000 --perf --out /tmp/ps64perf
 
 Prints the window's instructions per invocation; `callgrind_annotate
 --inclusive=yes OUT/callgrind.out.*` splits them by function.
@@ -24,8 +28,10 @@ import argparse
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 
 from fixtures import Events, Run, check_answers, check_created
 from run import at_least
@@ -65,7 +71,14 @@ def profile(args, subject, wrapped, events, scratch):
                     fn.invoke(events.create())
                 fn.api.wait_next(timeout=120)
             log(f"{subject.name}: warm; {args.invocations} invocations profiled")
-            callgrind("-z", fn.proc.pid)
+            if args.perf:
+                data = os.path.join(args.out, "perf.data")
+                record = ["perf", "record", "-q", "-e", "cpu-clock", "-F", "2999", "-p", str(fn.proc.pid), "-o", data]
+                recorder = subprocess.Popen(record)
+                time.sleep(1)  # perf attaches to every thread before the window
+                switches, cpu = fn.context_switches(), fn.cpu()
+            else:
+                callgrind("-z", fn.proc.pid)
             if concurrency:
                 check_answers(wrapped, fn.serve((events.create() for _ in range(args.invocations)), concurrency))
                 fn.api.wait_next(timeout=120, count=concurrency)
@@ -73,7 +86,16 @@ def profile(args, subject, wrapped, events, scratch):
                 for _ in range(args.invocations):
                     check_created(wrapped, fn.invoke(events.create())[0])
                 fn.api.wait_next(timeout=120)
-            callgrind("-d", fn.proc.pid)
+            if args.perf:
+                cpu, switches = fn.cpu() - cpu, fn.context_switches() - switches
+                recorder.send_signal(signal.SIGINT)
+                recorder.wait(timeout=60)
+                print(
+                    f"{subject.name}: {cpu / 1e6 / args.invocations:.3f} ms CPU and "
+                    f"{switches / args.invocations:.2f} context switches per invocation; samples in {data}"
+                )
+            else:
+                callgrind("-d", fn.proc.pid)
 
 
 def main():
@@ -89,9 +111,10 @@ def main():
     parser.add_argument("--warm", type=at_least(1), default=50, help="invocations before the window (default 50)")
     parser.add_argument("--invocations", type=at_least(1), default=200, help="invocations in the window (200)")
     parser.add_argument("--concurrency", type=at_least(1), default=1, help="in flight (default 1: one at a time)")
-    parser.add_argument("--out", required=True, help="a folder for the callgrind dumps")
+    parser.add_argument("--perf", action="store_true", help="perf record's samples instead of callgrind")
+    parser.add_argument("--out", required=True, help="a folder for the callgrind dumps (or perf.data)")
     args = parser.parse_args()
-    for tool in ("valgrind", "callgrind_control"):
+    for tool in ("perf",) if args.perf else ("valgrind", "callgrind_control"):
         if shutil.which(tool) is None:
             fail(f"{tool} is needed: install valgrind")
     if args.floor:
@@ -102,12 +125,22 @@ def main():
     for old in glob.glob(os.path.join(args.out, "callgrind.out.*")):
         os.remove(old)
     out_file = os.path.join(os.path.abspath(args.out), "callgrind.out.%p")
-    # The same subject, its program run under callgrind.
-    wrapped = Subject(
-        **{
-            **vars(subject),
-            "argv": ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", "--vgdb=yes", *subject.argv],
-        }
+    # The same subject, its program run under callgrind (or as it is).
+    wrapped = (
+        subject
+        if args.perf
+        else Subject(
+            **{
+                **vars(subject),
+                "argv": [
+                    "valgrind",
+                    "--tool=callgrind",
+                    f"--callgrind-out-file={out_file}",
+                    "--vgdb=yes",
+                    *subject.argv,
+                ],
+            }
+        )
     )
     events = Events(start=30_000_000)
     with tempfile.TemporaryDirectory(prefix="plant-store-profile-") as scratch:
@@ -118,6 +151,8 @@ def main():
                 with open(path, errors="replace") as f:
                     log(f"the end of {os.path.basename(path)}:\n" + "".join(f.readlines()[-20:]))
             raise
+    if args.perf:
+        return
     dumps = sorted(glob.glob(os.path.join(args.out, "callgrind.out.*.1")))
     if not dumps:
         fail(f"no dump of the window in {args.out}")

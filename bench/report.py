@@ -193,7 +193,7 @@ def managed_instances_cost(concurrency, on_demand):
     hour_usd = mi["instance_hour_usd"] * (1 + mi["management_fee"])
     od = {r["implementation"]: r for r in (on_demand or {}).get("per_million_creates", []) if r["memory_mb"] == 128}
     rows = []
-    for name, levels in concurrency["subjects"].items():
+    for name, levels in ((n, lv) for n, lv in concurrency["subjects"].items() if n != FLOOR):
         for level, f in levels.items():
             per_s = mi["instance_vcpus"] * MANAGED_INSTANCES_CPU_UTILISATION / (f["cpu_per_invocation_ms"] / 1000)
             compute = hour_usd / (3600 * per_s) * 1e6
@@ -240,7 +240,8 @@ def cost(memory, latency_ms):
     listed on their own."""
     rows = []
     for size in (size for size in COST_MEMORY_MB if str(size) in memory["sizes"]):
-        for name, warm in memory["sizes"][str(size)]["warm"].items():
+        # The floor is no function anyone deploys: it has no bill.
+        for name, warm in ((n, w) for n, w in memory["sizes"][str(size)]["warm"].items() if n != FLOOR):
             row = {"implementation": name, "memory_mb": size}
             for load, ms in billed_ms(warm["wall_ms"], latency_ms).items():
                 row[f"billed_ms_{load}"] = ms
