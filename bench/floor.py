@@ -149,11 +149,17 @@ def in_flight(run, subjects, args, events):
 
 
 def commit():
+    """The commit measured, and the one that last changed plant-store's
+    code (src/, crates/, the manifests): a branch that changes only bench/
+    measures the code of its branch point."""
+
     def git(*argv):
         return subprocess.run(["git", *argv], cwd=REPO, capture_output=True, text=True).stdout.strip()
 
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "src", "crates", "Cargo.lock")
-    return git("rev-parse", "--short", "HEAD") + (" (with changes)" if dirty else "")
+    code = ("src", "crates", "Cargo.toml", "Cargo.lock")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", *code)
+    head, last = git("rev-parse", "--short", "HEAD"), git("log", "-1", "--format=%h", "--", *code)
+    return f"{head} (code as of {last})" + (" with changes" if dirty else "")
 
 
 def main():

@@ -218,6 +218,7 @@ def build_floor(profile="release"):
     manifest = os.path.join(FLOOR_DIR, "Cargo.toml")
     target = os.path.join(REPO, "target")
     cargo = ["cargo", "build", "--locked", "--manifest-path", manifest, "--target-dir", target]
+    cargo += ["--bin", "plant-store-bench-floor"]  # not src/bin/parts.rs, which is built by hand for callgrind
     subprocess.run(cargo + (["--release"] if profile == "release" else []), cwd=REPO, check=True)
     return os.path.join(target, profile, "plant-store-bench-floor")
 
