@@ -148,6 +148,10 @@ async fn work(floor: &(PooledClient, DynamoStore)) {
         }
         let answer = answer.body(Body::from(ANSWER)).expect("POST /response");
         let accepted = client.call(answer).await.expect("the answer taken");
-        accepted.into_body().collect().await.expect("the Runtime API's reply");
+        accepted
+            .into_body()
+            .collect()
+            .await
+            .expect("the Runtime API's reply");
     }
 }

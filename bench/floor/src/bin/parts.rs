@@ -35,8 +35,11 @@ fn main() {
         .expect("a tokio runtime");
     let _entered = runtime.enter();
     lambda_host::logging::json_subscriber(None, std::io::stdout).init();
-    let template = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../events/create-http-api.json"))
-        .expect("events/create-http-api.json");
+    let template = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../events/create-http-api.json"
+    ))
+    .expect("events/create-http-api.json");
     let config = Arc::new(Config {
         function_name: "plant-store-bench".to_owned(),
         memory: 128,
@@ -77,9 +80,15 @@ fn event(template: &str, round: i64) -> String {
 /// The invocation's context, as the worker attaches it.
 fn with_context(request: Request, config: &Arc<Config>, round: i64) -> Request {
     let mut headers = http::HeaderMap::new();
-    headers.insert("lambda-runtime-deadline-ms", http::HeaderValue::from(4_000_000_000_000_u64));
+    headers.insert(
+        "lambda-runtime-deadline-ms",
+        http::HeaderValue::from(4_000_000_000_000_u64),
+    );
     let trace = format!("Root=1-5759e988-bd862e3fe1be46a994272{round:03};Parent=53995c3f42cd8ad8;Sampled=0");
-    headers.insert("lambda-runtime-trace-id", http::HeaderValue::from_str(&trace).expect("a header"));
+    headers.insert(
+        "lambda-runtime-trace-id",
+        http::HeaderValue::from_str(&trace).expect("a header"),
+    );
     let context = Context::new(&format!("request-{round}"), config.clone(), &headers).expect("a context");
     request.with_lambda_context(context)
 }
