@@ -297,12 +297,16 @@ load-short: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## The load test's
 bench: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_VENV) ## The benchmark: whole cores, Lambda's memory sizes under a CPU quota, throughput at concurrency 1-64, memory over time, cost; vs Python, Node.js and idiomatic Rust; results in bench/results/
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py $(BENCH_ARGS)
 
-# The floor under a cold start: plant-store's SDK set-up, pre-warm and
-# PutItem alone (bench/floor/, built into .tools/bench/ with the release
-# profile, a few minutes the first time), step by step, beside plant-store's
-# cold total (docs/performance.md, "The floor").
+# The floor under plant-store: its SDK set-up, pre-warm and PutItem alone
+# (bench/floor/, built into target/ with the release profile beside
+# plant-store, whose compiled dependencies it reuses), cold step by step
+# beside plant-store's cold total, then warm (GET /next, the PutItem, a
+# fixed answer) beside plant-store unsampled and sampled: HTTP and HTTPS,
+# whole cores and 128 MB's CPU share, 1, 8 and 64 in flight; the ratios
+# printed, floor.json and floor.md into bench/results/ (docs/performance.md,
+# "The floor").
 FLOOR_ARGS ?=
-bench-floor: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## What any Rust function with this SDK pays on a cold start, step by step, against plant-store's cold total (60 each)
+bench-floor: check-cargo check-java check-python $(STAMP_DDB) $(STAMP_VENV) ## What any Rust function with this SDK pays, cold and warm, against plant-store: the ratios, into bench/results/floor.md
 	@DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/floor.py $(FLOOR_ARGS)
 
 # The idiomatic Rust peer joins the smoke once `make bench` has built it
@@ -314,14 +318,16 @@ bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP
 # Every part of make bench once, with one or a few samples each and the
 # debug build, so that make test runs every line of the benchmark that the
 # smoke does not (the quota, concurrency, the long run, the report, --jwt
-# with its issuer, and a run of no transport); its figures mean nothing
-# and go to a temporary folder.
+# with its issuer, a run of no transport, and make bench-floor's cold and
+# warm floor); its figures mean nothing and go to a temporary folder.
 bench-tiny: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_VENV) ## Every part of the benchmark once, a sample or a few each (make test runs it; the figures mean nothing)
 	cargo build --bin plant-store
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
-	   --impl rust,traced,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
+	   --impl rust,traced,floor,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
 	   --tracing-cold 2 --tracing-warm 20 --concurrency 2 --concurrency-invocations 20 --long 50 --out "$$out" && \
+	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/floor.py --binary target/debug/plant-store \
+	   --runs 1 --warm 10 --memory 128 --concurrency 1,2 --concurrency-invocations 20 --out "$$out/floor" && \
 	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
 	   --impl rust --jwt --transport none --memory 128 --memory-cold 1 --memory-warm 5 \
 	   --concurrency none --long 50 --out "$$out/jwt"

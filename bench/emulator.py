@@ -37,6 +37,7 @@ share with it (`stop`, `parse_head`).
 import base64
 import collections
 import contextlib
+import glob
 import json
 import selectors
 import socket
@@ -437,6 +438,16 @@ class FunctionProcess:
 
     def kib(self, key="VmHWM"):
         return status_kib(self.proc.pid, key)
+
+    def context_switches(self):
+        """Voluntary and involuntary context switches of every live thread
+        (/proc/PID/task/*/status): a thread that sleeps and is woken counts
+        one voluntary switch each time."""
+        total = 0
+        for task in glob.glob(f"/proc/{self.proc.pid}/task/*/status"):
+            with contextlib.suppress(OSError), open(task) as status:
+                total += sum(int(line.split()[1]) for line in status if "ctxt_switches:" in line)
+        return total
 
     def user_system_s(self):
         """(user, system) CPU seconds: coarse (clock ticks), but it tells the split."""

@@ -60,13 +60,17 @@ def check_created(subject, response):
         fail(f"{subject.name} answered {problem}")
 
 
-def answer_problems(done):
-    """Every concurrent answer: a created plant, naming its own request id."""
-    return [f"{i.request_id}: {p}" for i in done if (p := created_problem(i.response, i.request_id))]
+def answer_problems(done, names_request=True):
+    """Every concurrent answer: a created plant, naming its own request id
+    (unless `names_request` is false: the floor's fixed answer)."""
+    named = (i.request_id if names_request else None for i in done)
+    return [
+        f"{i.request_id}: {p}" for i, rid in zip(done, named, strict=True) if (p := created_problem(i.response, rid))
+    ]
 
 
 def check_answers(subject, done):
-    if problems := answer_problems(done):
+    if problems := answer_problems(done, subject.names_request):
         fail(f"{subject.name}: {problems[0]} (and {len(problems) - 1} more)")
 
 

@@ -299,11 +299,14 @@ def concurrency_run(run, subject, transport, concurrency, count, events):
             )
         check_answers(subject, fn.serve((events.create() for _ in range(max(200, 4 * concurrency))), concurrency))
         fn.api.wait_next(count=concurrency)
+        switches_start, split_start = fn.context_switches(), fn.user_system_s()
         cpu_start, others_start, started = fn.cpu(), {k: f() for k, f in others.items()}, time.perf_counter()
         done = fn.serve((events.create() for _ in range(count)), concurrency)
         window_s = time.perf_counter() - started
         fn.api.wait_next(count=concurrency)
         cpu_ms = (fn.cpu() - cpu_start) / 1e6
+        user, system = (end - start for end, start in zip(fn.user_system_s(), split_start, strict=True))
+        switches = fn.context_switches() - switches_start
         others_ms = {k: (f() - others_start[k]) / 1e6 for k, f in others.items()}
         check_answers(subject, done)
         # Where the machine's CPU went in the window: a harness that uses
@@ -315,6 +318,11 @@ def concurrency_run(run, subject, transport, concurrency, count, events):
             "wall_ms": [invocation.wall_ns / 1e6 for invocation in done],
             "creates_per_s": count / window_s,
             "cpu_per_invocation_ms": cpu_ms / count,
+            # Kernel time's share of the function's CPU, and its threads'
+            # context switches per create: the cost of wake-ups and
+            # hand-offs, which instruction counts do not see.
+            "system_share": system / (user + system) if user + system else None,
+            "context_switches_per_invocation": switches / count,
             "peak_rss_kib": fn.kib(),
             "max_parked": fn.api.max_parked,
             "missing_echo": fn.api.missing_echo,

@@ -156,6 +156,7 @@ def summarise(results):
         }
     if results.get("long"):
         summary["memory_over_time"] = long_figures(results["long"])
+    summary["floor"] = summary_floor(summary)
     return summary
 
 
@@ -192,7 +193,7 @@ def managed_instances_cost(concurrency, on_demand):
     hour_usd = mi["instance_hour_usd"] * (1 + mi["management_fee"])
     od = {r["implementation"]: r for r in (on_demand or {}).get("per_million_creates", []) if r["memory_mb"] == 128}
     rows = []
-    for name, levels in concurrency["subjects"].items():
+    for name, levels in ((n, lv) for n, lv in concurrency["subjects"].items() if n != FLOOR):
         for level, f in levels.items():
             per_s = mi["instance_vcpus"] * MANAGED_INSTANCES_CPU_UTILISATION / (f["cpu_per_invocation_ms"] / 1000)
             compute = hour_usd / (3600 * per_s) * 1e6
@@ -239,7 +240,8 @@ def cost(memory, latency_ms):
     listed on their own."""
     rows = []
     for size in (size for size in COST_MEMORY_MB if str(size) in memory["sizes"]):
-        for name, warm in memory["sizes"][str(size)]["warm"].items():
+        # The floor is no function anyone deploys: it has no bill.
+        for name, warm in ((n, w) for n, w in memory["sizes"][str(size)]["warm"].items() if n != FLOOR):
             row = {"implementation": name, "memory_mb": size}
             for load, ms in billed_ms(warm["wall_ms"], latency_ms).items():
                 row[f"billed_ms_{load}"] = ms
@@ -284,8 +286,9 @@ def long_figures(long):
 
 # Builds measured beside `rust` to show what one of its features costs,
 # not compared with the peers themselves: `traced` samples every invocation,
-# so each sends its spans (crates/lambda-host/src/trace/).
-VARIANTS = ("traced",)
+# so each sends its spans (crates/lambda-host/src/trace/); `floor` is the
+# Runtime API and the PutItem alone (bench/floor).
+VARIANTS = ("traced", "floor")
 # The issue's budget for tracing: warm CPU per sampled create at most 5 %
 # more, cold total CPU at most 0.15 ms more.
 TRACING_BUDGET = {"warm_cpu_pct": 5.0, "cold_cpu_ms": 0.15}
@@ -359,6 +362,76 @@ def tracing_cost(results):
             }
         )
     return rows
+
+
+# ---- the warm floor ------------------------------------------------------------
+
+FLOOR = "floor"
+# Compared with the floor, in this order, where they ran.
+OVER_FLOOR = ("rust", "traced", "idiomatic")
+
+
+def floor_row(where, cpu_ms):
+    """One place's warm CPU per invocation (ms) of the floor and of what ran
+    beside it, each one's ratio to the floor, and plant-store's to the
+    idiomatic peer."""
+    names = [n for n in OVER_FLOOR if n in cpu_ms]
+    floor = cpu_ms[FLOOR]
+    return {
+        "where": where,
+        "cpu_ms": {n: cpu_ms[n] for n in [FLOOR, *names]},
+        "over_floor": {n: cpu_ms[n] / floor if floor else None for n in names},
+        "rust_over_idiomatic": cpu_ms["rust"] / cpu_ms["idiomatic"] if {"rust", "idiomatic"} <= cpu_ms.keys() else None,
+    }
+
+
+def floor_rows(places, concurrency=None):
+    """The floor against plant-store (unsampled and sampled) and the
+    idiomatic peer: `places` maps a place (a transport on whole cores, or a
+    memory size) to {name: warm CPU per invocation, ms}; `concurrency`
+    maps a name to {level: CPU per create, ms}. Only places where the floor
+    ran."""
+    rows = [floor_row(where, cpu) for where, cpu in places.items() if FLOOR in cpu]
+    levels = (concurrency or {}).get(FLOOR, {})
+    for level in sorted(levels, key=int):
+        cpu = {n: by_level[level] for n, by_level in concurrency.items() if level in by_level}
+        rows.append(floor_row(f"{level} in flight", cpu))
+    return rows
+
+
+def summary_floor(summary):
+    """`floor_rows` from a summary's figures (each transport, each memory
+    size under its quota, each concurrency)."""
+    places = {
+        f"{t.upper()}, whole cores": {n: f["warm_cpu_ms"] for n, f in fs.items()}
+        for t, fs in summary["figures"].items()
+    }
+    if memory := summary.get("memory_sizes"):
+        for size, data in memory["sizes"].items():
+            places[f"{memory['transport'].upper()}, {size} MB"] = {
+                n: f["warm_cpu_ms"] for n, f in data["figures"].items()
+            }
+    concurrency = None
+    if c := summary.get("concurrency"):
+        concurrency = {
+            n: {lv: f["cpu_per_invocation_ms"] for lv, f in levels.items()} for n, levels in c["subjects"].items()
+        }
+    return floor_rows(places, concurrency)
+
+
+def floor_table(rows):
+    """The rows of `floor_rows` as a Markdown table."""
+    names = [n for n in OVER_FLOOR if any(n in r["cpu_ms"] for r in rows)]
+    head = ["where", "floor (ms)", *(f"{n} (ms)" for n in names), *(f"{n} / floor" for n in names)]
+    with_peer = "idiomatic" in names and "rust" in names
+    head += ["rust / idiomatic"] * with_peer
+    lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+    for r in rows:
+        cells = [r["where"], _fmt(r["cpu_ms"][FLOOR]), *(_fmt(r["cpu_ms"].get(n)) for n in names)]
+        cells += [_ratio(r["over_floor"].get(n)) for n in names]
+        cells += [_ratio(r["rust_over_idiomatic"])] * with_peer
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _finite(values):
@@ -449,13 +522,21 @@ def markdown(summary):
         loader=jinja2.FileSystemLoader(HERE), trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True
     )
     env.filters |= {"fmt": _fmt, "ratio": _ratio}
+    env.globals["floor_table"] = floor_table
     template = env.get_template("results.md.j2")
     return template.render(summary, peers=PEERS, rusts=rust_names(summary["figures"]))
 
 
 # ---- charts -------------------------------------------------------------------
 
-COLOURS = {"rust": "#b7410e", "traced": "#7a2b09", "idiomatic": "#d9822b", "python": "#3572a5", "node": "#5fa04e"}
+COLOURS = {
+    "rust": "#b7410e",
+    "traced": "#7a2b09",
+    "floor": "#999999",
+    "idiomatic": "#d9822b",
+    "python": "#3572a5",
+    "node": "#5fa04e",
+}
 FALLBACK = ["#b7410e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 

@@ -43,7 +43,9 @@ from measure import WARM_BLOCK, benchmark, ddb_warmup  # noqa: E402
 from smoke import smoke  # noqa: E402
 from subjects import HERE, RUST_PEER_TARGET, fail, install_peers, log, subjects_for  # noqa: E402
 
-IMPLS = ("rust", "traced", "idiomatic", "python", "node")  # traced: rust with every invocation sampled (its spans sent)
+# traced: rust with every invocation sampled (its spans sent); floor: the
+# Runtime API and the PutItem alone (bench/floor, docs/performance.md).
+IMPLS = ("rust", "traced", "floor", "idiomatic", "python", "node")
 TRANSPORTS = ("http", "https")
 SETTINGS = (
     "cold",

@@ -138,6 +138,7 @@ class Subject:
     size_note: str = ""
     echo: bool = True
     sampled: bool = False
+    names_request: bool = True
 
     def environment(self, transport, endpoint, certs, table):
         env = {"TABLE_NAME": table, "PLANTS_TOKEN_SHA256": TOKEN_SHA256, "AWS_ENDPOINT_URL_DYNAMODB": endpoint}
@@ -204,6 +205,33 @@ def build_rust(profile):
     return os.path.join(REPO, "target", profile, "plant-store")
 
 
+FLOOR_DIR = os.path.join(HERE, "floor")
+
+
+def build_floor(profile="release"):
+    """bench/floor (docs/performance.md, "The floor"), built in this
+    repository (so that its .cargo/config.toml applies, as it does to
+    plant-store) into its target/ folder, where it reuses the dependencies
+    plant-store's own build compiled: seconds after `cargo build
+    --release`, not minutes."""
+    log(f"building bench/floor ({profile})")
+    manifest = os.path.join(FLOOR_DIR, "Cargo.toml")
+    target = os.path.join(REPO, "target")
+    cargo = ["cargo", "build", "--locked", "--manifest-path", manifest, "--target-dir", target]
+    cargo += ["--bin", "plant-store-bench-floor"]  # not src/bin/parts.rs, which is built by hand for callgrind
+    subprocess.run(cargo + (["--release"] if profile == "release" else []), cwd=REPO, check=True)
+    return os.path.join(target, profile, "plant-store-bench-floor")
+
+
+def floor_subject(binary):
+    """The warm floor (bench/floor, `FLOOR_UNTIL=loop`): the Runtime API and
+    one PutItem per invocation, nothing of plant-store's own; its fixed
+    answer passes `check_created` but names no request id."""
+    subject = rust_subject("floor", binary, ["FLOOR_UNTIL=loop"])
+    subject.names_request = False
+    return subject
+
+
 def subjects_for(args):
     subjects = []
     if ("rust" in args.impl or "traced" in args.impl) and not args.rust:
@@ -220,6 +248,12 @@ def subjects_for(args):
             fail(f"--rust {spec!r}: use NAME=BINARY[,KEY=VALUE...]")
         binary, *settings = rest.split(",")
         subjects.append(rust_subject(name, binary, settings))
+    if "floor" in args.impl and not args.smoke:
+        # The smoke's conformance cases are plant-store's; the floor answers
+        # every event alike. Built with the profile of the plant-store
+        # build it is compared with (a debug build's folder: debug).
+        profile = "debug" if args.binary and os.path.basename(os.path.dirname(args.binary)) == "debug" else "release"
+        subjects.append(floor_subject(build_floor(profile)))
     if "idiomatic" in args.impl and not rust_peer_built():
         print("skip idiomatic: the idiomatic Rust peer is not built (make bench builds it)", flush=True)
     elif "idiomatic" in args.impl:
