@@ -440,19 +440,40 @@ fn set_aside(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location 
 /// query or credentials of its own would parse, but would change what the
 /// request means.
 fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
-    let bare = Url::parse(&format!("{scheme}://{host}")).is_ok_and(|url| {
-        url.username().is_empty()
-            && url.password().is_none()
-            && url.path() == "/"
-            && url.query().is_none()
-            && url.fragment().is_none()
-    });
-    if !bare {
+    if !(plain(scheme, host, path) || bare(scheme, host)) {
         return None;
     }
     Url::parse(&format!("{scheme}://{host}{path}"))
         .ok()
         .map(String::from)
+}
+
+/// Whether `host` parses as a host and nothing more.
+fn bare(scheme: &str, host: &str) -> bool {
+    Url::parse(&format!("{scheme}://{host}")).is_ok_and(|url| {
+        url.username().is_empty()
+            && url.password().is_none()
+            && url.path() == "/"
+            && url.query().is_none()
+            && url.fragment().is_none()
+    })
+}
+
+/// A host that cannot carry credentials, a path, a query or a fragment
+/// (letters, digits, dots and hyphens, then perhaps a port), before a path
+/// that ends it, under a scheme whose URLs always have a path: the whole
+/// URL parses exactly when the host alone does, so [`bare`]'s own parse,
+/// a tenth of an event's decoding, is not needed. What every front door
+/// sends takes this way.
+fn plain(scheme: &str, host: &str, path: &str) -> bool {
+    let (name, port) = host.rsplit_once(':').unwrap_or((host, ""));
+    matches!(scheme, "https" | "http")
+        && (path.is_empty() || path.starts_with('/'))
+        && !name.is_empty()
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')
+        && port.bytes().all(|byte| byte.is_ascii_digit())
 }
 
 /// Without a host: the path alone, as `url` reads it.

@@ -368,3 +368,38 @@ proptest::proptest! {
         proptest::prop_assert!(decoded.request.extensions().get::<Repairs>().is_some());
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(5000))]
+
+    /// The shortcut for a plain host gives the URL the full check gives,
+    /// for hosts and paths near the edge of what it takes.
+    #[test]
+    fn a_plain_host_is_located_as_the_full_check_locates_it(
+        scheme in "(https|http|ftp|HTTPS|)",
+        host in "[a-zA-Z0-9.:@/?#%\\[\\]-]{0,24}",
+        path in "[a-z/?#%. ]{0,12}",
+    ) {
+        let checked = bare(&scheme, &host)
+            .then(|| Url::parse(&format!("{scheme}://{host}{path}")).ok().map(String::from))
+            .flatten();
+        proptest::prop_assert_eq!(absolute(&scheme, &host, &path), checked);
+    }
+}
+
+#[test]
+fn hosts_as_front_doors_send_them_take_the_shortcut_and_others_do_not() {
+    for (host, plain_host) in [
+        ("p7x2k9qw3m.execute-api.us-east-1.amazonaws.com", true),
+        ("localhost:9000", true),
+        ("999.1.1.1", true),
+        ("user@host", false),
+        ("[::1]:443", false),
+        ("host/path", false),
+        (":80", false),
+    ] {
+        assert_eq!(plain("https", host, "/orders"), plain_host, "{host}");
+    }
+    assert!(!plain("ftp", "host", "/"), "only http and https");
+    assert!(!plain("https", "host", "x"), "a path that does not end the host");
+}
