@@ -86,69 +86,133 @@ impl Metrics {
     fn iter(&self) -> impl Iterator<Item = &Metric> {
         self.list.iter().flatten()
     }
+
+    /// Which of the four directives declares these metrics: with or
+    /// without `ColdStart`, with or without `StoreLatency`.
+    fn shape(&self) -> usize {
+        let present = |metric: Option<&Option<Metric>>| usize::from(metric.is_some_and(Option::is_some));
+        present(self.list.first()) << 1 | present(self.list.last())
+    }
 }
 
-/// The EMF document (specification: "Embedded metric format" in the
-/// CloudWatch user guide): `_aws` with the timestamp and one metric
-/// directive, then the dimension and every metric as top-level members,
-/// then the ids that lead to the log line and the trace.
-pub(super) struct Document<'a> {
-    pub settings: &'a TelemetrySettings,
-    pub timestamp_ms: u64,
-    pub metrics: &'a Metrics,
-    pub request_id: Option<&'a str>,
-    pub trace_id: Option<&'a str>,
+/// What every document of a process shares, written once: the directive of
+/// each set of metrics an invocation can have (the namespace, the
+/// dimension, each metric's name and unit) and the `service` member. Per
+/// invocation only the timestamp, the values and the ids are written: the
+/// directive was a third of the document's instructions
+/// (docs/performance.md, "A warm create against its floor").
+pub(super) struct Template {
+    /// `"CloudWatchMetrics":[…]`, by [`Metrics::shape`].
+    directives: [Vec<u8>; 4],
+    /// `"service":"…"`.
+    service: Vec<u8>,
 }
 
-impl Serialize for Document<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("_aws", &Metadata { document: self })?;
-        map.serialize_entry("service", &self.settings.service)?;
-        for metric in self.metrics.iter() {
+impl Template {
+    pub(super) fn new(settings: &TelemetrySettings) -> Self {
+        let declared = |cold_start: bool, store: bool| {
+            let invocation = Invocation {
+                context: None,
+                method: "",
+                path: "",
+                status: 0,
+                error: None,
+                plant_id: None,
+                outcome: None,
+                latency: Duration::ZERO,
+                store_latency: store.then_some(Duration::ZERO),
+                envelope: None,
+            };
+            let metrics = Metrics::of(&invocation, cold_start);
+            member(
+                "CloudWatchMetrics",
+                &[Directive {
+                    settings,
+                    metrics: &metrics,
+                }],
+            )
+        };
+        Self {
+            directives: [
+                declared(false, false),
+                declared(false, true),
+                declared(true, false),
+                declared(true, true),
+            ],
+            service: member("service", &settings.service),
+        }
+    }
+
+    /// Appends one invocation's document to `line`, as one JSON object: `_aws`
+    /// with the timestamp and the directive, then the dimension and every
+    /// metric as top-level members, then the ids that lead to the log line
+    /// and the trace (specification: "Embedded metric format" in the
+    /// CloudWatch user guide).
+    pub(super) fn write(
+        &self,
+        line: &mut Vec<u8>,
+        timestamp_ms: u64,
+        metrics: &Metrics,
+        request_id: Option<&str>,
+        trace_id: Option<&str>,
+    ) {
+        line.extend_from_slice(br#"{"_aws":{"Timestamp":"#);
+        json(line, &timestamp_ms);
+        line.push(b',');
+        line.extend_from_slice(
+            self.directives
+                .get(metrics.shape())
+                .map_or(&[][..], Vec::as_slice),
+        );
+        line.extend_from_slice(b"},");
+        line.extend_from_slice(&self.service);
+        for metric in metrics.iter() {
+            line.push(b',');
+            json(line, metric.name);
+            line.push(b':');
             match metric.value {
-                Value::Count(count) => map.serialize_entry(metric.name, &count)?,
-                Value::Milliseconds(ms) => map.serialize_entry(metric.name, &ms)?,
+                Value::Count(count) => json(line, &count),
+                Value::Milliseconds(ms) => json(line, &ms),
             }
         }
-        if let Some(request_id) = self.request_id {
-            map.serialize_entry("function_request_id", request_id)?;
+        for (name, id) in [("function_request_id", request_id), ("xray_trace_id", trace_id)] {
+            if let Some(id) = id {
+                line.push(b',');
+                line.extend_from_slice(&member(name, id));
+            }
         }
-        if let Some(trace_id) = self.trace_id {
-            map.serialize_entry("xray_trace_id", trace_id)?;
-        }
-        map.end()
+        line.push(b'}');
     }
 }
 
-struct Metadata<'a> {
-    document: &'a Document<'a>,
+/// `"name":value`.
+fn member<T: Serialize + ?Sized>(name: &str, value: &T) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    json(&mut bytes, name);
+    bytes.push(b':');
+    json(&mut bytes, value);
+    bytes
 }
 
-impl Serialize for Metadata<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(2))?;
-        map.serialize_entry("Timestamp", &self.document.timestamp_ms)?;
-        map.serialize_entry(
-            "CloudWatchMetrics",
-            &[Directive {
-                document: self.document,
-            }],
-        )?;
-        map.end()
-    }
+/// `value` as JSON. Strings, integers and floats (a float that is not
+/// finite is `null`) cannot fail to be written into a `Vec`.
+fn json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let _ = serde_json::to_writer(out, value);
 }
 
+/// The metric directive: the namespace, the dimension, each metric's
+/// name and unit.
 struct Directive<'a> {
-    document: &'a Document<'a>,
+    settings: &'a TelemetrySettings,
+    metrics: &'a Metrics,
 }
 
 impl Serialize for Directive<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(3))?;
-        map.serialize_entry("Namespace", &self.document.settings.namespace)?;
+        map.serialize_entry("Namespace", &self.settings.namespace)?;
         map.serialize_entry("Dimensions", &[["service"]])?;
-        map.serialize_entry("Metrics", &Definitions(self.document.metrics))?;
+        map.serialize_entry("Metrics", &Definitions(self.metrics))?;
         map.end()
     }
 }

@@ -21,7 +21,7 @@ use crate::store::Created;
 mod emf;
 mod settings;
 
-use self::emf::{Document, Metrics, millis};
+use self::emf::{Metrics, Template, millis};
 pub use self::settings::{DEFAULT_NAMESPACE, DEFAULT_SERVICE, TelemetrySettingError, TelemetrySettings};
 
 /// Where EMF documents go: one complete line per call.
@@ -67,6 +67,8 @@ pub struct Invocation<'a> {
 /// whether the next invocation is the first.
 pub struct Telemetry {
     settings: TelemetrySettings,
+    /// The EMF document's parts that the settings decide.
+    template: Template,
     sink: Box<dyn MetricsSink>,
     cold: AtomicBool,
 }
@@ -83,6 +85,7 @@ impl fmt::Debug for Telemetry {
 impl Telemetry {
     pub fn new(settings: TelemetrySettings, sink: impl MetricsSink + 'static) -> Self {
         Self {
+            template: Template::new(&settings),
             settings,
             sink: Box::new(sink),
             cold: AtomicBool::new(true),
@@ -132,22 +135,15 @@ impl Telemetry {
         if !self.settings.metrics {
             return;
         }
-        let document = Document {
-            settings: &self.settings,
-            timestamp_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX)),
-            metrics: &Metrics::of(invocation, cold_start),
-            request_id,
-            trace_id,
-        };
+        let timestamp_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
+        let metrics = Metrics::of(invocation, cold_start);
         let mut line = Vec::with_capacity(1024);
-        // A document that cannot be written goes nowhere: a partial line
-        // must not reach CloudWatch.
-        if serde_json::to_writer(&mut line, &document).is_ok() {
-            line.push(b'\n');
-            self.sink.write_line(&line);
-        }
+        self.template
+            .write(&mut line, timestamp_ms, &metrics, request_id, trace_id);
+        line.push(b'\n');
+        self.sink.write_line(&line);
     }
 }
 
