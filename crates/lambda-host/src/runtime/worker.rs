@@ -169,12 +169,14 @@ where
         .map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
     let request = decoded.request.with_lambda_context(context);
     // What the SERVER span says of the request, kept before the service
-    // takes it.
-    let method = request.method().clone();
-    let path = request.extensions().get::<ApiPath>().cloned();
-    let function_arn = request
-        .lambda_context_ref()
-        .map(|context| context.invoked_function_arn.clone());
+    // takes it; only when the invocation's spans are sent.
+    let server = trace::traced().then(|| {
+        let arn = request
+            .lambda_context_ref()
+            .map(|context| context.invoked_function_arn.clone());
+        let path = request.extensions().get::<ApiPath>().cloned();
+        (request.method().clone(), path, arn)
+    });
     // The service keeps to the deadline by itself, or should; this is for
     // one that does not, so that its worker is not held.
     let cut = deadline::before(deadline_ms, BACKSTOP_MARGIN);
@@ -199,15 +201,17 @@ where
             err.into()
         })?;
     let cold_start = shared.cold.swap(false, Ordering::Relaxed);
-    trace::server_answer(&trace::ServerAnswer {
-        status: response.status().as_u16(),
-        method: method.as_str(),
-        path: path.as_ref().map_or("/", ApiPath::as_str),
-        invocation_id: request_id,
-        function_arn: function_arn.as_deref(),
-        cold_start,
-        details: response.extensions().get::<trace::SpanDetails>(),
-    });
+    if let Some((method, path, function_arn)) = &server {
+        trace::server_answer(&trace::ServerAnswer {
+            status: response.status().as_u16(),
+            method: method.as_str(),
+            path: path.as_ref().map_or("/", ApiPath::as_str),
+            invocation_id: request_id,
+            function_arn: function_arn.as_deref(),
+            cold_start,
+            details: response.extensions().get::<trace::SpanDetails>(),
+        });
+    }
     Ok(envelope::encode(decoded.origin, response).await)
 }
 

@@ -148,6 +148,14 @@ pub(super) enum Here {
 }
 
 /// The calling task's invocation's spans: one task-local lookup.
+/// Whether the calling task serves an invocation whose spans are sent:
+/// what it would write for the SERVER span is worth gathering.
+pub(crate) fn traced() -> bool {
+    CURRENT
+        .try_with(|invocation| invocation.spans.is_some())
+        .unwrap_or(false)
+}
+
 pub(super) fn here() -> Here {
     CURRENT
         .try_with(|invocation| match &invocation.spans {

@@ -40,7 +40,7 @@ pub use self::invocation::current;
 // For the host's `spawn`: work behind an answer keeps its invocation.
 use self::exporter::Tracer;
 pub(crate) use self::invocation::{carried, carry};
-pub(crate) use self::invocation::{scope, server_answer};
+pub(crate) use self::invocation::{scope, server_answer, traced};
 pub use self::layer::{SpansLayer, layer};
 pub(crate) use self::spans::ServerAnswer;
 
