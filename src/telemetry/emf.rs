@@ -178,7 +178,9 @@ impl Template {
         for (name, id) in [("function_request_id", request_id), ("xray_trace_id", trace_id)] {
             if let Some(id) = id {
                 line.push(b',');
-                line.extend_from_slice(&member(name, id));
+                json(line, name);
+                line.push(b':');
+                json(line, id);
             }
         }
         line.push(b'}');
