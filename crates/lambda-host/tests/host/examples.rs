@@ -19,7 +19,9 @@ use serde_json::{Value, json};
 
 use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted, by_request_id};
 
-/// An example's binary, which `cargo test` builds beside the tests.
+/// An example's binary, as `cargo build --examples` makes it (`make unit`
+/// builds them first; `cargo test --all-targets` builds examples as test
+/// harnesses, which run no `main`).
 fn example(name: &str) -> PathBuf {
     let tests = std::env::current_exe().expect("the test binary's path");
     let profile = tests
@@ -29,7 +31,7 @@ fn example(name: &str) -> PathBuf {
     let binary = profile.join("examples").join(name);
     assert!(
         binary.exists(),
-        "{} is not built: `cargo test` builds the examples (or `cargo build --examples`)",
+        "{} is not built: run `cargo build -p lambda-host --examples` first (make unit does)",
         binary.display()
     );
     binary
