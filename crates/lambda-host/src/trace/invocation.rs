@@ -84,20 +84,12 @@ pub(crate) fn server_answer(answer: &ServerAnswer<'_>) {
 /// [`carried`]: its trace header and, when traced, its spans. Empty
 /// outside an invocation.
 #[derive(Debug, Default)]
-#[cfg_attr(
-    not(test),
-    allow(dead_code, reason = "the host's spawn carries an invocation with it")
-)]
 pub(crate) struct Carried {
     header: Option<String>,
     spans: Option<Spans>,
 }
 
 /// The calling task's invocation, for [`carried`].
-#[cfg_attr(
-    not(test),
-    allow(dead_code, reason = "the host's spawn carries an invocation with it")
-)]
 pub(crate) fn carry() -> Carried {
     CURRENT
         .try_with(|invocation| Carried {
@@ -110,10 +102,6 @@ pub(crate) fn carry() -> Carried {
 /// Runs `future` in the invocation `carried` from another task: its SDK
 /// requests carry that invocation's trace header, and its spans hang under
 /// that invocation's SERVER span, in its batch while it has not been sent.
-#[cfg_attr(
-    not(test),
-    allow(dead_code, reason = "the host's spawn carries an invocation with it")
-)]
 pub(crate) async fn carried<F: Future>(carried: Carried, future: F) -> F::Output {
     if carried.header.is_none() && carried.spans.is_none() {
         return future.await;
@@ -147,7 +135,6 @@ pub(super) enum Here {
     Traced(Spans),
 }
 
-/// The calling task's invocation's spans: one task-local lookup.
 /// Whether the calling task serves an invocation whose spans are sent:
 /// what it would write for the SERVER span is worth gathering.
 pub(crate) fn traced() -> bool {
@@ -156,6 +143,7 @@ pub(crate) fn traced() -> bool {
         .unwrap_or(false)
 }
 
+/// The calling task's invocation's spans: one task-local lookup.
 pub(super) fn here() -> Here {
     CURRENT
         .try_with(|invocation| match &invocation.spans {
