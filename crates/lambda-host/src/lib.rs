@@ -33,9 +33,7 @@
 
 #![warn(missing_docs)]
 
-mod behind;
 mod env;
-mod json;
 mod runtime;
 mod start;
 
@@ -48,8 +46,7 @@ pub mod trace;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 
-pub use self::behind::spawn;
 pub use self::env::{Concurrency, StartError};
 pub use self::envelope::ApiPath;
-pub use self::runtime::Lambda;
+pub use self::runtime::{Lambda, spawn};
 pub use self::start::{run, start};

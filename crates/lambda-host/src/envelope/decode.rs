@@ -17,7 +17,8 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use url::Url;
 
-use super::{ApiPath, Decoded, FrontDoor, MAX_HEADER_NAMES, Repairs, Unsupported, UnsupportedEvent};
+use super::irregular::{MAX_HEADER_NAMES, Repairs, Unsupported, UnsupportedEvent, bare};
+use super::{ApiPath, Decoded, FrontDoor};
 
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
@@ -446,17 +447,6 @@ fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
     Url::parse(&format!("{scheme}://{host}{path}"))
         .ok()
         .map(String::from)
-}
-
-/// Whether `host` parses as a host and nothing more.
-fn bare(scheme: &str, host: &str) -> bool {
-    Url::parse(&format!("{scheme}://{host}")).is_ok_and(|url| {
-        url.username().is_empty()
-            && url.password().is_none()
-            && url.path() == "/"
-            && url.query().is_none()
-            && url.fragment().is_none()
-    })
 }
 
 /// A host that cannot carry credentials, a path, a query or a fragment

@@ -16,103 +16,18 @@
 
 use std::fmt;
 
-use lambda_http::Request;
+use lambda_http::aws_lambda_events::alb::AlbTargetGroupResponse;
+use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
+use lambda_http::http::header::SET_COOKIE;
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
 
 mod decode;
-mod encode;
-mod path;
+mod irregular;
 
 pub use self::decode::decode;
 pub(crate) use self::decode::{Stage, decode_with};
-pub use self::encode::encode;
-pub use self::path::ApiPath;
-
-/// `http::HeaderMap` holds at most 24,576 names and panics past them, in
-/// `aws_lambda_events`' header reader, before any of our code runs: an
-/// event with more names in `headers` and `multiValueHeaders` together
-/// than this (a direct invoke's) is refused before it is read, and the
-/// invocation fails without the handler seeing it. No front door comes
-/// near: a request's headers are limited to a few tens of KB (an ALB's,
-/// the largest, to 64 KB), at 4 bytes or more each.
-pub const MAX_HEADER_NAMES: usize = 16_384;
-
-/// What [`decode`] set aside because it does not form a request. Every
-/// field is false for an event from a real front door.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Repairs {
-    /// The body was flagged `isBase64Encoded` but is not base64: dropped,
-    /// and the request has no body.
-    pub body_not_base64: bool,
-    /// `Host` (or the context's `domainName`) and `X-Forwarded-Proto` did
-    /// not form a URL with the path: removed, and the URI is the path
-    /// alone.
-    pub host_ignored: bool,
-    /// The query string did not form a URI: dropped.
-    pub query_ignored: bool,
-    /// The path (with the stage) did not form a URL: replaced by `/`.
-    pub path_ignored: bool,
-}
-
-impl Repairs {
-    /// Whether anything was set aside.
-    pub fn any(&self) -> bool {
-        *self != Self::default()
-    }
-}
-
-/// For the log line: what was set aside, in words.
-impl fmt::Display for Repairs {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts = [
-            (self.body_not_base64, "body flagged isBase64Encoded is not base64"),
-            (self.host_ignored, "Host or X-Forwarded-Proto does not form a URL"),
-            (self.query_ignored, "query string does not form a URL"),
-            (self.path_ignored, "path does not form a URL"),
-        ];
-        let mut first = true;
-        for (_, text) in parts.iter().filter(|(set, _)| *set) {
-            if !first {
-                f.write_str("; ")?;
-            }
-            f.write_str(text)?;
-            first = false;
-        }
-        Ok(())
-    }
-}
-
-/// An event that is not from a front door we serve (an SQS record sent by
-/// mistake, a test event from the console): the invocation fails with this
-/// one line, and no handler runs.
-#[derive(Debug)]
-pub struct UnsupportedEvent(Unsupported);
-
-#[derive(Debug)]
-enum Unsupported {
-    NotJson(serde_json::Error),
-    NotAFrontDoor,
-    TooManyHeaders(usize),
-}
-
-impl fmt::Display for UnsupportedEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("unsupported event: ")?;
-        match &self.0 {
-            Unsupported::NotJson(err) => write!(f, "{err}"),
-            // `lambda_http`'s sentence, which operators may already search for.
-            Unsupported::NotAFrontDoor => f.write_str(
-                "this function expects a JSON payload from Amazon API Gateway, Amazon Elastic Load \
-                 Balancer, or AWS Lambda Function URLs, but the data doesn't match any of those services' events",
-            ),
-            Unsupported::TooManyHeaders(names) => write!(
-                f,
-                "{names} header names, more than the {MAX_HEADER_NAMES} a front door's request can have"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for UnsupportedEvent {}
+pub use self::irregular::{MAX_HEADER_NAMES, Repairs, UnsupportedEvent};
 
 /// The front door an event came through, which decides the shape of the
 /// answer.
@@ -137,20 +52,187 @@ pub struct Decoded {
     pub origin: FrontDoor,
 }
 
+/// The path the client asked of the API: without a REST or HTTP API's
+/// stage, and without the API mapping key of a custom domain. The host
+/// sets it on every request it decodes (a request extension), so that a
+/// function routes on it rather than on the URI, whose path keeps the
+/// stage as `lambda_http` keeps it; the SERVER span's `url.path` is this.
+///
+/// ```
+/// # use lambda_host::ApiPath;
+/// # fn route(request: &lambda_http::Request) -> bool {
+/// let path = request.extensions().get::<ApiPath>().map_or("/", ApiPath::as_str);
+/// path == "/orders"
+/// # }
+/// ```
+///
+/// The front doors leave these in or take them out each their own way:
+/// - REST APIs give the path without the stage, but HTTP APIs on a named
+///   stage put the stage in `rawPath`: it is stripped, so `/prod/orders`
+///   is `/orders`.
+/// - Behind a custom domain, API Gateway leaves the API mapping key in the
+///   path (`/v1/orders`, `/orders/v1/orders`) and says nowhere what the
+///   key was, but it names the route that matched (`routeKey`
+///   `POST /orders`, `resource` `/orders`). When that route is a literal
+///   path and the request's path is whole segments followed by it, the
+///   route is what the client asked for. A `$default` route or a
+///   `{proxy+}` resource names no path: behind those the path is kept as
+///   it came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiPath(String);
+
+impl ApiPath {
+    /// The path, starting with `/`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Works the path out from a request as the front door's event made it.
+    pub(crate) fn of(request: &Request) -> Self {
+        Self(api_path(request).to_owned())
+    }
+}
+
+impl AsRef<str> for ApiPath {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ApiPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn api_path(request: &Request) -> &str {
+    let raw = match request.raw_http_path() {
+        "" => request.uri().path(),
+        raw => raw,
+    };
+    let (stage, route) = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => (
+            context.stage.as_deref(),
+            context
+                .route_key
+                .as_deref()
+                .and_then(|key| key.split_once(' '))
+                .map(|(_method, path)| path),
+        ),
+        Some(RequestContext::ApiGatewayV1(context)) => {
+            (context.stage.as_deref(), context.resource_path.as_deref())
+        }
+        _ => (None, None),
+    };
+    let path = match stage {
+        Some(stage) if stage != "$default" => raw
+            .strip_prefix('/')
+            .and_then(|rest| rest.strip_prefix(stage))
+            .filter(|rest| rest.starts_with('/'))
+            .unwrap_or(raw),
+        _ => raw,
+    };
+    match route {
+        Some(route) if is_literal_route(route) => match path.strip_suffix(route) {
+            Some(mapping_key) if is_whole_segments(mapping_key) => route,
+            _ => path,
+        },
+        _ => path,
+    }
+}
+
+/// A route with no path parameter, greedy or not.
+fn is_literal_route(route: &str) -> bool {
+    route.starts_with('/') && !route.contains('{')
+}
+
+/// `/v1`, `/orders/v1`: one or more non-empty segments.
+fn is_whole_segments(prefix: &str) -> bool {
+    prefix
+        .strip_prefix('/')
+        .is_some_and(|rest| rest.split('/').all(|segment| !segment.is_empty()))
+}
+
+/// The front door's JSON for `response`, in the shape `lambda_http` gives
+/// it. The body goes as it is: text as text, bytes in base64 (flagged
+/// `isBase64Encoded`), none as empty text (`lambda_http` decides between
+/// text and base64 by the `Content-Type` instead). The loop calls it on
+/// every answer; a function's tests call it to see the JSON a front door
+/// gets from their handler. Never waits.
+pub async fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
+    let (parts, body) = response.into_parts();
+    let status_code = i64::from(parts.status.as_u16());
+    let (body, is_base64_encoded) = match body {
+        Body::Text(text) => (Body::Text(text), false),
+        Body::Binary(bytes) => (Body::Binary(bytes), true),
+        _ => (Body::Text(String::new()), false),
+    };
+    let mut headers = parts.headers;
+    match origin {
+        FrontDoor::RestApi => {
+            // Only `multiValueHeaders`: API Gateway merges both fields, and
+            // would repeat every header.
+            let mut answer = ApiGatewayProxyResponse::default();
+            answer.status_code = status_code;
+            answer.multi_value_headers = headers;
+            answer.body = Some(body);
+            answer.is_base64_encoded = is_base64_encoded;
+            to_json(&answer)
+        }
+        FrontDoor::HttpApi => {
+            let cookies = headers
+                .get_all(SET_COOKIE)
+                .iter()
+                .map(|cookie| cookie.to_str().unwrap_or_default().to_owned())
+                .collect();
+            headers.remove(SET_COOKIE);
+            let mut answer = ApiGatewayV2httpResponse::default();
+            answer.status_code = status_code;
+            answer.headers = headers;
+            answer.cookies = cookies;
+            answer.body = Some(body);
+            answer.is_base64_encoded = is_base64_encoded;
+            to_json(&answer)
+        }
+        FrontDoor::Alb => {
+            // Both forms: the target group's setting decides which one the
+            // load balancer reads.
+            let mut answer = AlbTargetGroupResponse::default();
+            answer.status_code = status_code;
+            answer.status_description = Some(format!(
+                "{status_code} {}",
+                parts.status.canonical_reason().unwrap_or_default()
+            ));
+            answer.headers = headers.clone();
+            answer.multi_value_headers = headers;
+            answer.body = Some(body);
+            answer.is_base64_encoded = is_base64_encoded;
+            to_json(&answer)
+        }
+    }
+}
+
+/// The answers are plain structs of strings, numbers and header maps,
+/// which cannot fail to serialize; the fallback keeps the loop free of
+/// panics regardless.
+fn to_json<T: serde::Serialize>(answer: &T) -> Vec<u8> {
+    serde_json::to_vec(answer).unwrap_or_else(|_| b"{}".to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn repairs_read_as_one_line() {
-        let repairs = Repairs {
-            body_not_base64: true,
-            host_ignored: true,
-            ..Repairs::default()
-        };
-        assert_eq!(
-            repairs.to_string(),
-            "body flagged isBase64Encoded is not base64; Host or X-Forwarded-Proto does not form a URL"
-        );
+    fn a_mapping_key_is_whole_segments_before_a_literal_route() {
+        assert!(is_whole_segments("/v1"));
+        assert!(is_whole_segments("/orders/v1"));
+        assert!(!is_whole_segments(""));
+        assert!(!is_whole_segments("/"));
+        assert!(!is_whole_segments("/v1/"));
+        assert!(!is_whole_segments("v1"));
+        assert!(is_literal_route("/orders"));
+        assert!(!is_literal_route("/{proxy+}"));
+        assert!(!is_literal_route("$default"));
     }
 }

@@ -14,7 +14,6 @@ use lambda_runtime_api_client::body::Body as ApiBody;
 use lambda_runtime_api_client::{PooledClient, build_request};
 
 use crate::env::Concurrency;
-use crate::json;
 
 const API_PREFIX: &str = "/2018-06-01/runtime";
 pub(super) const REQUEST_ID: &str = "lambda-runtime-aws-request-id";
@@ -217,6 +216,8 @@ where
         .map_err(|(Attempt::Again(cause) | Attempt::Final(cause))| cause)
 }
 
+/// A diagnostic is two strings, which cannot fail to serialize; the
+/// fallback keeps this path free of panics regardless.
 fn diagnostic_json(diagnostic: &Diagnostic) -> Vec<u8> {
-    json::to_string(diagnostic, r#"{"errorType":"Runtime.Unknown"}"#).into_bytes()
+    serde_json::to_vec(diagnostic).unwrap_or_else(|_| br#"{"errorType":"Runtime.Unknown"}"#.to_vec())
 }

@@ -26,6 +26,7 @@ use tokio::task::JoinSet;
 
 pub(crate) use self::api::RuntimeApi;
 use self::worker::Shared;
+pub use self::worker::spawn;
 use crate::env::{Concurrency, LambdaEnv, StartError};
 use crate::envelope::Stage;
 

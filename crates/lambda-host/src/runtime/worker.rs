@@ -1,11 +1,13 @@
 //! One worker: takes an invocation, runs the service inside a panic guard,
-//! its trace scope and its deadline, and answers.
+//! its trace scope and its deadline, and answers; and the work a request
+//! starts behind its answer ([`spawn`]), which a classic Lambda worker waits
+//! for before it takes the next invocation.
 
 use std::any::Any;
 use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use futures_util::FutureExt;
 use lambda_http::http::HeaderMap;
@@ -13,12 +15,13 @@ use lambda_http::lambda_runtime::{Config as FunctionConfig, Context, Diagnostic}
 use lambda_http::tower::{Service, ServiceExt};
 use lambda_http::tracing::{self, Instrument};
 use lambda_http::{Body, Error, IntoResponse, Request, RequestExt, Response};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
 
 use super::api::{DEADLINE_MS, INVOCATION_ID, REQUEST_ID, RuntimeApi, TENANT_ID, TRACE_ID};
 use crate::deadline::{self, BACKSTOP_MARGIN};
 use crate::envelope::{self, ApiPath, Stage};
-use crate::{behind, trace};
+use crate::trace;
 
 /// What every worker of a process shares.
 #[derive(Debug)]
@@ -125,7 +128,7 @@ where
         }
         if settle {
             let cut = deadline_ms(&headers).and_then(|ms| deadline::before(ms, BACKSTOP_MARGIN));
-            if deadline::until(cut, behind::settled()).await.is_none() {
+            if deadline::until(cut, settled()).await.is_none() {
                 tracing::warn!(parent: &span, "work started behind the answer was still running at the deadline");
             }
         }
@@ -244,4 +247,105 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
 /// `Lambda-Runtime-Deadline-Ms`, when it is a number.
 fn deadline_ms(headers: &HeaderMap) -> Option<u64> {
     headers.get(DEADLINE_MS)?.to_str().ok()?.parse().ok()
+}
+
+/// Tasks spawned with [`spawn`] that have not ended, process-wide.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+static ENDED: Notify = Notify::const_new();
+
+/// Spawns `future` as `tokio::spawn` does, for work a request starts
+/// behind its answer:
+/// - it stays in the `tracing` span it was spawned from, and in the
+///   invocation: its spans are children of the span that spawned it, in
+///   the same datagram while the invocation's spans have not gone, and its
+///   AWS SDK requests carry the invocation's trace header;
+/// - on classic Lambda, where the environment is frozen as soon as the
+///   host asks for the next invocation, the host waits for it first (until
+///   shortly before the invocation's deadline), so that it ends now rather
+///   than time out at the next thaw. On Managed Instances nothing is frozen
+///   and nothing waits.
+///
+/// # Panics
+///
+/// Outside a tokio runtime, as `tokio::spawn` does.
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let pending = Pending::new();
+    let invocation = trace::carry();
+    tokio::spawn(
+        async move {
+            let _pending = pending;
+            trace::carried(invocation, future).await
+        }
+        .in_current_span(),
+    )
+}
+
+/// Resolves once every task of [`spawn`] has ended: at once, nearly always.
+async fn settled() {
+    loop {
+        let ended = ENDED.notified();
+        tokio::pin!(ended);
+        // Registered before the count is read, so that a task ending in
+        // between is not missed.
+        ended.as_mut().enable();
+        if PENDING.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        ended.await;
+    }
+}
+
+/// One task counted in [`PENDING`] until it is dropped: when it ends, is
+/// aborted or panics.
+struct Pending;
+
+impl Pending {
+    fn new() -> Self {
+        PENDING.fetch_add(1, Ordering::AcqRel);
+        Self
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if PENDING.fetch_sub(1, Ordering::AcqRel) == 1 {
+            ENDED.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn settled_waits_for_the_work_spawned_behind_and_no_longer() {
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let work = spawn(async move {
+            let _ = released.await;
+        });
+        let waiting = tokio::time::timeout(Duration::from_millis(50), settled()).await;
+        assert!(waiting.is_err(), "settled while the work was still running");
+
+        release.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), settled())
+            .await
+            .expect("settled once the work ended");
+        work.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn work_that_panics_still_counts_as_ended() {
+        let work = spawn(async { panic!("a bug behind the answer") });
+        assert!(work.await.is_err());
+        tokio::time::timeout(Duration::from_secs(10), settled())
+            .await
+            .expect("settled after the panic");
+    }
 }

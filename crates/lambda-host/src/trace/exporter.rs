@@ -94,7 +94,8 @@ pub(super) struct Tracer {
     socket: UdpSocket,
     daemon: SocketAddr,
     service: String,
-    application_signals: bool,
+    /// Every invocation traced, sampled or not (Application Signals).
+    pub(super) application_signals: bool,
     resource: Vec<u8>,
     scope: Vec<u8>,
     /// The room a batch keeps for a request's head.
@@ -192,10 +193,6 @@ impl Tracer {
             warned: AtomicBool::new(false),
             warned_cap: AtomicBool::new(false),
         })
-    }
-
-    pub(super) fn application_signals(&self) -> bool {
-        self.application_signals
     }
 
     /// A fresh span id: a counter through SipHash with this process's

@@ -4,9 +4,9 @@
 //! interceptors and the `tracing` layer find it there, or, in a task the
 //! invocation spawned, through the span it was spawned in.
 
+use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-use super::context;
 use super::exporter::Tracer;
 use super::spans::{Server, ServerAnswer, Spans};
 
@@ -50,15 +50,30 @@ pub(super) async fn scope_with<F: Future>(
     future: F,
 ) -> F::Output {
     let (spans, server) = match (header, tracer) {
-        (Some(header), Some(tracer)) => Spans::parse(header, tracer).unzip(),
+        (Some(header), Some(tracer)) => traced_by(header, tracer).unzip(),
         _ => (None, None),
     };
     let invocation = Invocation {
-        header: header.map(context::encode),
+        header: header.map(encode),
         spans,
         server,
     };
     CURRENT.scope(invocation, future).await
+}
+
+/// The spans of an invocation whose `header` says `Sampled=1` (or
+/// `Sampled=0` with Application Signals on) with a well-formed `Root` and
+/// `Parent`; `None` otherwise, and nothing is built or sent for it.
+pub(super) fn traced_by(header: &str, tracer: &'static Tracer) -> Option<(Spans, Server)> {
+    let Fields {
+        root,
+        parent,
+        sampled,
+    } = Fields::of(header);
+    if !sampled && !tracer.application_signals {
+        return None;
+    }
+    Spans::start(root?, parent?, sampled, tracer)
 }
 
 impl Drop for Invocation {
@@ -153,9 +168,73 @@ pub(super) fn here() -> Here {
         .unwrap_or(Here::Outside)
 }
 
+/// The fields of Lambda's trace header, unchecked.
+#[derive(Debug, Default, Clone, Copy)]
+struct Fields<'a> {
+    root: Option<&'a str>,
+    parent: Option<&'a str>,
+    sampled: bool,
+}
+
+impl<'a> Fields<'a> {
+    fn of(header: &'a str) -> Self {
+        let mut fields = Self::default();
+        for part in header.split(';') {
+            match part.trim().split_once('=') {
+                Some(("Root", value)) => fields.root = Some(value),
+                Some(("Parent", value)) => fields.parent = Some(value),
+                Some(("Sampled", value)) => fields.sampled = value == "1",
+                _ => {}
+            }
+        }
+        fields
+    }
+}
+
+/// The trace id X-Ray shows (`1-…-…`), from Lambda's trace header, as
+/// Powertools logs it.
+pub fn root(header: &str) -> Option<&str> {
+    Fields::of(header).root.filter(|root| !root.is_empty())
+}
+
+/// Percent-encodes control characters and non-ASCII bytes, the set the
+/// SDK's recursion-detection interceptor encodes (`percent_encoding::CONTROLS`),
+/// so that any trace header Lambda sends becomes a valid header value.
+fn encode(value: &str) -> String {
+    let mut encoded = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if (0x20..0x7f).contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            let _ = write!(encoded, "%{byte:02X}");
+        }
+    }
+    encoded
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trace_id_is_the_root_of_lambdas_trace_header() {
+        let header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+        assert_eq!(root(header), Some("1-5759e988-bd862e3fe1be46a994272793"));
+        assert_eq!(root("Sampled=0;Root=1-a-b"), Some("1-a-b"));
+        assert_eq!(root("Parent=1;Sampled=0"), None);
+        assert_eq!(root("Root="), None);
+    }
+
+    #[test]
+    fn a_trace_header_as_lambda_sends_it_is_kept_as_it_is() {
+        let header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+        assert_eq!(encode(header), header);
+    }
+
+    #[test]
+    fn control_characters_and_non_ascii_are_percent_encoded_as_the_sdk_does() {
+        assert_eq!(encode("a\tb\u{7f}c\u{e9}d %"), "a%09b%7Fc%C3%A9d %");
+    }
 
     #[tokio::test]
     async fn the_header_is_seen_inside_its_scope_only() {

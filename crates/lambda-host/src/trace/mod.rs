@@ -12,8 +12,8 @@
 //! - its `tracing` spans, through the [`layer`] (already on the host's own
 //!   subscriber; added to the function's, when it installs one).
 //!
-//! The rooms: `context` reads the header; `invocation` holds each
-//! invocation's context; `spans` is the span model and its batch;
+//! The rooms: `invocation` reads each invocation's trace header and holds
+//! its context; `spans` is the span model and its batch;
 //! `conventions` the names and the attributes encoded once; `otlp` the
 //! protobuf; `exporter` the socket and the datagrams; `aws` the SDK's
 //! interceptors (`aws/dynamodb.rs` with the `dynamodb` feature); `layer`
@@ -24,7 +24,6 @@ use lambda_http::tracing;
 use lambda_http::tracing::level_filters::LevelFilter;
 
 mod aws;
-mod context;
 mod conventions;
 mod details;
 mod exporter;
@@ -33,10 +32,9 @@ mod layer;
 mod otlp;
 mod spans;
 
-pub use self::context::root;
 pub use self::details::{Annotation, SpanDetails};
 pub(crate) use self::exporter::{APPLICATION_SIGNALS, DAEMON_ADDRESS, TraceEnv};
-pub use self::invocation::current;
+pub use self::invocation::{current, root};
 // For the host's `spawn`: work behind an answer keeps its invocation.
 use self::exporter::Tracer;
 pub(crate) use self::invocation::{carried, carry};

@@ -12,7 +12,6 @@
 use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::context::{Fields, span_id, trace_id};
 use super::conventions::{AwsCall, SPANS_DROPPED};
 use super::details::{Annotation, SpanDetails};
 use super::exporter::{self, Tracer};
@@ -95,20 +94,16 @@ pub(crate) struct ServerAnswer<'a> {
 }
 
 impl Spans {
-    /// The context of `header` if it says `Sampled=1` (or `Sampled=0` with
-    /// Application Signals on) with a well-formed `Root` and `Parent`;
-    /// `None` otherwise, and nothing is built or sent for it.
-    pub(super) fn parse(header: &str, tracer: &'static Tracer) -> Option<(Self, Server)> {
-        let Fields {
-            root,
-            parent,
-            sampled,
-        } = Fields::of(header);
-        if !sampled && !tracer.application_signals() {
-            return None;
-        }
-        let trace_id = trace_id(root?)?;
-        let parent = span_id(parent?)?;
+    /// A traced invocation's spans, under the trace and parent its header
+    /// named (`Root`, `Parent`); `None` when they are not well formed.
+    pub(super) fn start(
+        root: &str,
+        parent: &str,
+        sampled: bool,
+        tracer: &'static Tracer,
+    ) -> Option<(Self, Server)> {
+        let trace_id = trace_id(root)?;
+        let parent = span_id(parent)?;
         let spans = Self {
             tracer,
             trace_id,
@@ -472,6 +467,47 @@ pub(super) fn truncated(text: &str) -> &str {
         end -= 1;
     }
     text.get(..end).unwrap_or_default()
+}
+
+/// `1-` then 8 and 24 hex digits, what X-Ray writes as a trace id: the 32
+/// hex digits of the W3C trace id.
+fn trace_id(root: &str) -> Option<[u8; 16]> {
+    let mut parts = root.split('-');
+    let (Some("1"), Some(time), Some(random), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    if time.len() != 8 || random.len() != 24 {
+        return None;
+    }
+    let mut id = [0; 16];
+    let (high, low) = id.split_at_mut(4);
+    hex_into(time, high)?;
+    hex_into(random, low)?;
+    Some(id)
+}
+
+/// 16 hex digits: a segment or span id.
+fn span_id(id: &str) -> Option<[u8; 8]> {
+    let mut bytes = [0; 8];
+    (id.len() == 16).then_some(())?;
+    hex_into(id, &mut bytes)?;
+    Some(bytes)
+}
+
+fn hex_into(hex: &str, out: &mut [u8]) -> Option<()> {
+    let digit = |byte: u8| match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        _ => None,
+    };
+    for (pair, byte) in hex.as_bytes().chunks_exact(2).zip(out.iter_mut()) {
+        let [high, low] = pair else { return None };
+        *byte = digit(*high)? << 4 | digit(*low)?;
+    }
+    Some(())
 }
 
 #[cfg(test)]

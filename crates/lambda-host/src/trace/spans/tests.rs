@@ -134,9 +134,13 @@ fn only_a_sampled_header_with_a_well_formed_root_and_parent_is_traced() {
         ),
         ("", false, false),
     ] {
-        assert_eq!(Spans::parse(header, tracer).is_some(), traced, "{header:?}");
         assert_eq!(
-            Spans::parse(header, signals).is_some(),
+            invocation::traced_by(header, tracer).is_some(),
+            traced,
+            "{header:?}"
+        );
+        assert_eq!(
+            invocation::traced_by(header, signals).is_some(),
             with_signals,
             "{header:?}, Application Signals on"
         );
@@ -594,4 +598,17 @@ async fn a_putitem_dropped_before_dynamodb_answered_is_still_sent_as_a_timeout()
         .as_ref()
         .map(|status| json!([status.code, status.message]));
     assert_eq!(json!(status), json!([2, format!("TimeoutError: {timeout}")]));
+}
+
+#[test]
+fn the_w3c_ids_are_the_hex_digits_of_root_and_parent() {
+    let id = trace_id("1-5759e988-bd862e3fe1be46a994272793").unwrap();
+    assert_eq!(id[..4], [0x57, 0x59, 0xe9, 0x88]);
+    assert_eq!(id[15], 0x93);
+    assert_eq!(
+        span_id("53995c3f42cd8ad8"),
+        Some([0x53, 0x99, 0x5c, 0x3f, 0x42, 0xcd, 0x8a, 0xd8])
+    );
+    assert_eq!(span_id("53995c3f42cd8ad"), None);
+    assert_eq!(trace_id("1-5759e988-bd862e3fe1be46a99427279g"), None);
 }
