@@ -8,9 +8,10 @@ use lambda_http::tracing::{self, subscriber};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::{Value, json};
 
+use super::open::MAX_ATTRIBUTES;
 use super::*;
 use crate::test_util::daemon::attributes;
-use crate::trace::exporter::Tracer;
+use crate::trace::exporter::{self, Tracer};
 use crate::trace::invocation::{scope_with, server_answer};
 use crate::trace::spans::tests::{SAMPLED, answer, daemon, datagrams};
 
