@@ -136,6 +136,9 @@ def main():
                     "valgrind",
                     "--tool=callgrind",
                     f"--callgrind-out-file={out_file}",
+                    # Every file and function named in full in each dump:
+                    # the window's dump is read alone (bench/crossed.py).
+                    "--compress-strings=no",
                     "--vgdb=yes",
                     *subject.argv,
                 ],
