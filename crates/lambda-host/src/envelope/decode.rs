@@ -17,8 +17,8 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use url::Url;
 
-use super::irregular::{MAX_HEADER_NAMES, Repairs, Unsupported, UnsupportedEvent, bare};
-use super::{ApiPath, Decoded, FrontDoor};
+use super::irregular::{MAX_HEADER_NAMES, Unsupported, UnsupportedEvent, bare};
+use super::{ApiPath, Decoded, FrontDoor, Repairs};
 
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 

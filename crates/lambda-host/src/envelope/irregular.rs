@@ -1,11 +1,13 @@
 //! Events no front door sends (a direct invoke's, a console test's): what
-//! [`decode`](super::decode) sets aside to make a request of one
+//! [`decode`](super::decode) sets aside to make a request of one, in words
 //! ([`Repairs`]), and what it refuses ([`UnsupportedEvent`]). An event from
 //! API Gateway, an ALB or a function URL needs none of it.
 
 use std::fmt;
 
 use url::Url;
+
+use super::Repairs;
 
 /// `http::HeaderMap` holds at most 24,576 names and panics past them, in
 /// `aws_lambda_events`' header reader, before any of our code runs: an
@@ -15,30 +17,6 @@ use url::Url;
 /// near: a request's headers are limited to a few tens of KB (an ALB's,
 /// the largest, to 64 KB), at 4 bytes or more each.
 pub const MAX_HEADER_NAMES: usize = 16_384;
-
-/// What [`decode`](super::decode) set aside because it does not form a
-/// request. Every field is false for an event from a real front door.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Repairs {
-    /// The body was flagged `isBase64Encoded` but is not base64: dropped,
-    /// and the request has no body.
-    pub body_not_base64: bool,
-    /// `Host` (or the context's `domainName`) and `X-Forwarded-Proto` did
-    /// not form a URL with the path: removed, and the URI is the path
-    /// alone.
-    pub host_ignored: bool,
-    /// The query string did not form a URI: dropped.
-    pub query_ignored: bool,
-    /// The path (with the stage) did not form a URL: replaced by `/`.
-    pub path_ignored: bool,
-}
-
-impl Repairs {
-    /// Whether anything was set aside.
-    pub fn any(&self) -> bool {
-        *self != Self::default()
-    }
-}
 
 /// For the log line: what was set aside, in words.
 impl fmt::Display for Repairs {

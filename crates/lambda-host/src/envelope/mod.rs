@@ -27,7 +27,32 @@ mod irregular;
 
 pub use self::decode::decode;
 pub(crate) use self::decode::{Stage, decode_with};
-pub use self::irregular::{MAX_HEADER_NAMES, Repairs, UnsupportedEvent};
+pub use self::irregular::{MAX_HEADER_NAMES, UnsupportedEvent};
+
+/// What [`decode`] set aside because it does not form a request, from an
+/// event no front door sends (`irregular.rs` words it for the log). Every
+/// field is false for an event from a real front door.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Repairs {
+    /// The body was flagged `isBase64Encoded` but is not base64: dropped,
+    /// and the request has no body.
+    pub body_not_base64: bool,
+    /// `Host` (or the context's `domainName`) and `X-Forwarded-Proto` did
+    /// not form a URL with the path: removed, and the URI is the path
+    /// alone.
+    pub host_ignored: bool,
+    /// The query string did not form a URI: dropped.
+    pub query_ignored: bool,
+    /// The path (with the stage) did not form a URL: replaced by `/`.
+    pub path_ignored: bool,
+}
+
+impl Repairs {
+    /// Whether anything was set aside.
+    pub fn any(&self) -> bool {
+        *self != Self::default()
+    }
+}
 
 /// The front door an event came through, which decides the shape of the
 /// answer.
