@@ -35,7 +35,6 @@
 
 mod env;
 mod runtime;
-mod start;
 
 pub mod deadline;
 pub mod envelope;
@@ -48,5 +47,4 @@ pub mod test_util;
 
 pub use self::env::{Concurrency, StartError};
 pub use self::envelope::ApiPath;
-pub use self::runtime::{Lambda, spawn};
-pub use self::start::{run, start};
+pub use self::runtime::{Lambda, run, spawn, start};
