@@ -10,7 +10,8 @@ use lambda_host::sdk::{self, Trust};
 use lambda_http::{Body, Error, Request, Response, Service, service_fn, tracing};
 use plant_store::config::Config;
 use plant_store::handler::App;
-use plant_store::store::{DynamoStore, with_budgets};
+use plant_store::store::DynamoStore;
+use plant_store::store::client::with_budgets;
 use plant_store::telemetry::{Stdout, Telemetry};
 
 fn main() -> ExitCode {
