@@ -169,30 +169,21 @@ fn classify<R: fmt::Debug + Send + Sync + 'static>(err: SdkError<PutItemError, R
 }
 
 /// Error codes that say "retry later", modeled by the generated enum or
-/// not: throttling, and the service's own unavailability.
+/// not: throttling (DynamoDB's comes with a 400, not a 429; the others are
+/// the SDKs' generic codes), and the service's own unavailability.
 fn is_transient_code(code: Option<&str>) -> bool {
     code.is_some_and(|code| {
-        is_throttling(code)
-            || matches!(
-                code,
-                "ServiceUnavailable" | "ServiceUnavailableException" | "InternalFailure"
-            )
+        matches!(
+            code,
+            "ProvisionedThroughputExceededException"
+                | "RequestLimitExceeded"
+                | "Throttling"
+                | "ThrottlingException"
+                | "ServiceUnavailable"
+                | "ServiceUnavailableException"
+                | "InternalFailure"
+        )
     })
-}
-
-/// The error codes with which AWS services say they throttled a request:
-/// DynamoDB's with a 400, not a 429, and the SDKs' generic ones.
-const THROTTLING: [&str; 4] = [
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "Throttling",
-    "ThrottlingException",
-];
-
-/// Whether an AWS error code says the request was throttled: worth a retry
-/// later, and not the caller's fault.
-fn is_throttling(code: &str) -> bool {
-    THROTTLING.contains(&code)
 }
 
 #[cfg(test)]
@@ -240,9 +231,12 @@ mod tests {
     #[test]
     fn unmodelled_throttling_and_unavailability_codes_are_transient() {
         for code in [
-            "ServiceUnavailable",
+            "ProvisionedThroughputExceededException",
+            "RequestLimitExceeded",
             "ThrottlingException",
             "Throttling",
+            "ServiceUnavailable",
+            "ServiceUnavailableException",
             "InternalFailure",
         ] {
             assert!(is_transient_code(Some(code)), "{code}");
