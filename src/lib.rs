@@ -5,7 +5,7 @@
 //! conditional `PutItem`) and [`error`] (every failure's status and `Error`
 //! body); [`telemetry`] writes its log line and metrics. The Lambda side,
 //! which knows nothing of plants, is the `lambda-host` crate. `main.rs`
-//! wires them together.
+//! wires them together, and no code of it runs per request.
 
 pub mod auth;
 pub mod config;
