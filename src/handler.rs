@@ -2,6 +2,8 @@
 //! gets a response here (expected failures are `ApiError`s rendered as the
 //! `Error` body) and exactly one log line.
 
+use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lambda_host::ApiPath;
@@ -10,7 +12,7 @@ use lambda_host::envelope::Repairs;
 use lambda_host::trace::SpanDetails;
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
-use lambda_http::{Body, Request, RequestExt, Response, tracing};
+use lambda_http::{Body, Request, RequestExt, Response, Service, service_fn, tracing};
 use serde::Serialize;
 
 use crate::auth::Authenticator;
@@ -44,6 +46,19 @@ impl<S: PlantStore> App<S> {
     /// The log keys and metrics to write for every request.
     pub fn with_telemetry(self, telemetry: Telemetry) -> Self {
         Self { telemetry, ..self }
+    }
+
+    /// The function as the host serves it: each worker's clone shares the
+    /// app, and each request is one [`App::handle`].
+    pub fn into_service(
+        self,
+    ) -> impl Service<Request, Response = Response<Body>, Error = Infallible, Future: Send> + Clone + Send
+    {
+        let app = Arc::new(self);
+        service_fn(move |request: Request| {
+            let app = Arc::clone(&app);
+            async move { Ok(app.handle(request).await) }
+        })
     }
 
     /// Serves one request. Never fails: an `Err` out of a Lambda HTTP

@@ -3,14 +3,14 @@
 
 use std::convert::Infallible;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Instant;
 
 use lambda_host::sdk::{self, Trust};
-use lambda_http::{Body, Error, Request, Response, Service, service_fn, tracing};
+use lambda_http::{Body, Error, Request, Response, Service, tracing};
 use plant_store::config::Config;
 use plant_store::handler::App;
-use plant_store::store::{DynamoStore, with_budgets};
+use plant_store::store::DynamoStore;
+use plant_store::store::client::with_budgets;
 use plant_store::telemetry::{Stdout, Telemetry};
 
 fn main() -> ExitCode {
@@ -21,7 +21,8 @@ fn main() -> ExitCode {
     })
 }
 
-/// The function as the host serves it: each worker's clone shares the app.
+/// Init: the store, warmed, and the issuer's keys, then the app as the
+/// host serves it.
 async fn init(
     config: Config,
     trust: Trust,
@@ -66,11 +67,9 @@ async fn init(
     }
 
     let telemetry = Telemetry::new(config.telemetry, Stdout);
-    let app = Arc::new(App::new(store, authenticator).with_telemetry(telemetry));
-    Ok(service_fn(move |request| {
-        let app: Arc<App<DynamoStore>> = Arc::clone(&app);
-        async move { Ok(app.handle(request).await) }
-    }))
+    Ok(App::new(store, authenticator)
+        .with_telemetry(telemetry)
+        .into_service())
 }
 
 /// The DynamoDB client, with the store's time budgets and the host's trace

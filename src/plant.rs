@@ -106,7 +106,7 @@ pub struct NewPlant {
     pub tag: Option<PlantTag>,
 }
 
-/// Why a body is not a valid `NewPlant`. Each variant is one `error` code.
+/// Why a body is not a valid `NewPlant`; `error.rs` gives each its `error` code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BodyError {
     Empty,

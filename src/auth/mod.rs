@@ -1,22 +1,23 @@
 //! Who may call: the `Authorization` header, and the verifiers that decide
-//! whether a bearer token is accepted.
+//! whether a bearer token is accepted (static tokens, `jwt`).
 //!
-//! The `Authenticator` asks every configured verifier (`static_tokens`,
-//! `jwt`); adding one means adding a field and one arm in `authenticate`,
-//! nothing else. The verifiers know nothing of this module: their
-//! `TokenVerifier` impls live here, so imports run one way.
+//! The `Authenticator` asks every configured verifier; adding one means
+//! adding a field and one arm in `authenticate`, nothing else. `jwt` knows
+//! nothing of this module: its `TokenVerifier` impl lives here, so imports
+//! run one way. How an `Authenticator` is built is in `setup.rs`.
 
 pub mod jwt;
-mod static_tokens;
+mod setup;
 
 use std::fmt;
 
-use aws_smithy_runtime_api::client::http::SharedHttpConnector;
 use lambda_http::http::header::{AUTHORIZATION, HeaderMap};
 use lambda_http::tracing;
+use sha2::{Digest, Sha256};
+use subtle::{Choice, ConstantTimeEq};
 
-use self::jwt::{Failure, JwtVerifier, Misconfigured, Spawn};
-pub use self::static_tokens::{InvalidDigest, StaticTokens};
+use self::jwt::{Failure, JwtVerifier};
+pub use self::setup::InvalidDigest;
 
 /// Why a request is not allowed through. Each variant is one `error` code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +98,31 @@ pub trait TokenVerifier: Send + Sync {
     fn verify(&self, token: &str) -> impl Future<Output = Verdict> + Send;
 }
 
+/// Static tokens, configured as SHA-256 digests so that no plaintext token
+/// sits in the function's configuration.
+#[derive(Clone)]
+pub struct StaticTokens {
+    digests: Vec<[u8; 32]>,
+}
+
+impl fmt::Debug for StaticTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StaticTokens({} digests)", self.digests.len())
+    }
+}
+
+impl StaticTokens {
+    /// Compares against every digest without stopping at a match, so the
+    /// time taken does not tell which digest (or how much of it) matched.
+    pub fn accepts(&self, token: &str) -> bool {
+        let digest = Sha256::digest(token.as_bytes());
+        let matched = self.digests.iter().fold(Choice::from(0), |matched, known| {
+            matched | known.as_slice().ct_eq(digest.as_slice())
+        });
+        matched.into()
+    }
+}
+
 impl TokenVerifier for StaticTokens {
     async fn verify(&self, token: &str) -> Verdict {
         if self.accepts(token) {
@@ -136,68 +162,6 @@ pub struct Authenticator {
 }
 
 impl Authenticator {
-    pub(crate) fn new(static_tokens: Option<StaticTokens>, jwt: Option<JwtVerifier>) -> Option<Self> {
-        (static_tokens.is_some() || jwt.is_some()).then_some(Self { static_tokens, jwt })
-    }
-
-    /// An authenticator that accepts the JWTs `verifier` accepts, for tests.
-    pub fn with_jwt(verifier: JwtVerifier) -> Self {
-        Self {
-            static_tokens: None,
-            jwt: Some(verifier),
-        }
-    }
-
-    /// An authenticator that accepts exactly these plaintext tokens, for
-    /// tests and benchmarks.
-    pub fn with_static_tokens(tokens: &[&str]) -> Self {
-        Self {
-            static_tokens: Some(StaticTokens::from_plaintext(tokens)),
-            jwt: None,
-        }
-    }
-
-    /// The same authenticator, its JWT verifier (if any) fetching the
-    /// issuer's keys through the connector `connector` makes: the function
-    /// hands it the host's outbound connector, which honours
-    /// `AWS_CA_BUNDLE` and the proxy variables. Called only with JWTs on,
-    /// so static tokens alone never build one. Before `prepare` and the
-    /// first request: the verifier's key cache starts empty.
-    pub fn with_http_connector(self, connector: impl FnOnce() -> SharedHttpConnector) -> Self {
-        Self {
-            jwt: self.jwt.map(|jwt| jwt.with_http_connector(connector())),
-            ..self
-        }
-    }
-
-    /// Work for init: with JWTs on, the issuer's keys are fetched, so that
-    /// no request waits for them. Takes at most the fetch's timeouts; an
-    /// issuer out of reach is only logged. An error means the issuer's
-    /// discovery document contradicts the configuration: refuse to start.
-    pub async fn prepare(&self) -> Result<(), Misconfigured> {
-        match &self.jwt {
-            Some(jwt) => jwt.prepare().await,
-            None => Ok(()),
-        }
-    }
-
-    /// Spawns the fetches of the issuer's keys with `spawn` (the host's,
-    /// which ends work behind an answer before the environment is frozen)
-    /// rather than `tokio::spawn`.
-    pub fn spawn_fetches_with(&self, spawn: Spawn) {
-        if let Some(jwt) = &self.jwt {
-            jwt.spawn_fetches_with(spawn);
-        }
-    }
-
-    /// Resolves once no fetch of the issuer's keys is under way: at once,
-    /// unless a refresh started behind a request is still running.
-    pub async fn settled(&self) {
-        if let Some(jwt) = &self.jwt {
-            jwt.settled().await;
-        }
-    }
-
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<(), AuthError> {
         let token = bearer_token(headers)?;
         let mut verdicts = Vec::with_capacity(2);

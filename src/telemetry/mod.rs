@@ -3,11 +3,13 @@
 //! Logger keys, and one CloudWatch Embedded Metric Format (EMF) document on
 //! stdout, which CloudWatch Logs turns into metrics with no API call.
 //!
-//! The EMF document is written by hand (one serde struct) rather than
-//! through a metrics crate: the document is fixed (one namespace, one
-//! dimension, ten metrics), and the crates that format EMF install a global
-//! recorder behind the `metrics` facade and flush it per invocation, which
-//! is more machinery, and more CPU per invocation, than the document itself.
+//! The EMF document is written by hand rather than through a metrics
+//! crate: the document is fixed (one namespace, one dimension, eleven
+//! metrics), and the crates that format EMF install a global recorder
+//! behind the `metrics` facade and flush it per invocation, which is more
+//! machinery, and more CPU per invocation, than the document itself. Its
+//! fixed parts are written once per process, when the settings build the
+//! `Telemetry` (`settings.rs`).
 
 use std::fmt;
 use std::io::Write;
@@ -15,13 +17,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::{Context, tracing};
+use serde::Serialize;
 
+use crate::error::DEADLINE_EXCEEDED;
 use crate::store::Created;
 
-mod emf;
 mod settings;
 
-use self::emf::{Metrics, Template, millis};
 pub use self::settings::{DEFAULT_NAMESPACE, DEFAULT_SERVICE, TelemetrySettingError, TelemetrySettings};
 
 /// Where EMF documents go: one complete line per call.
@@ -67,7 +69,6 @@ pub struct Invocation<'a> {
 /// whether the next invocation is the first.
 pub struct Telemetry {
     settings: TelemetrySettings,
-    /// The EMF document's parts that the settings decide.
     template: Template,
     sink: Box<dyn MetricsSink>,
     cold: AtomicBool,
@@ -83,26 +84,6 @@ impl fmt::Debug for Telemetry {
 }
 
 impl Telemetry {
-    pub fn new(settings: TelemetrySettings, sink: impl MetricsSink + 'static) -> Self {
-        Self {
-            template: Template::new(&settings),
-            settings,
-            sink: Box::new(sink),
-            cold: AtomicBool::new(true),
-        }
-    }
-
-    /// The log line with the default settings, and no metrics: what an
-    /// `App` has until `main` (or a test) gives it the configured telemetry,
-    /// so that tests and tools that build an `App` write nothing to stdout.
-    pub fn log_only() -> Self {
-        let settings = TelemetrySettings {
-            metrics: false,
-            ..TelemetrySettings::default()
-        };
-        Self::new(settings, Stdout)
-    }
-
     /// Writes the request log line and, unless metrics are off, the EMF
     /// document. The first call of the process is the cold start.
     pub fn record(&self, invocation: &Invocation<'_>) {
@@ -154,6 +135,146 @@ fn trace_root(header: &str) -> Option<&str> {
         .split(';')
         .find_map(|part| part.trim().strip_prefix("Root="))
         .filter(|root| !root.is_empty())
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+/// A metric's value, which also decides its unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Value {
+    /// Written as an integer, as Powertools does.
+    Count(u8),
+    Milliseconds(f64),
+}
+
+/// One metric of the document.
+#[derive(Debug, Clone, Copy)]
+struct Metric {
+    name: &'static str,
+    value: Value,
+}
+
+/// The metrics of one invocation. The outcome counters are always present,
+/// 0 or 1, so that their Average is a rate and their SampleCount the number
+/// of requests; `ColdStart` is present on the first invocation only and
+/// `StoreLatency` only when DynamoDB was called, as Powertools would emit them.
+struct Metrics {
+    list: [Option<Metric>; 11],
+}
+
+impl Metrics {
+    fn of(invocation: &Invocation<'_>, cold_start: bool) -> Self {
+        let status = invocation.status;
+        let count = |name, yes: bool| {
+            Some(Metric {
+                name,
+                value: Value::Count(u8::from(yes)),
+            })
+        };
+        let ms = |name, duration: Duration| {
+            Some(Metric {
+                name,
+                value: Value::Milliseconds(millis(duration)),
+            })
+        };
+        Self {
+            list: [
+                if cold_start {
+                    count("ColdStart", true)
+                } else {
+                    None
+                },
+                count("PlantCreated", invocation.outcome == Some(Created::Inserted)),
+                count("PlantReplayed", invocation.outcome == Some(Created::Replayed)),
+                count("PlantConflict", status == 409),
+                count("ClientError", (400..500).contains(&status)),
+                count("AuthRejected", matches!(status, 401 | 403)),
+                count("ServerError", (500..600).contains(&status)),
+                count("StoreUnavailable", status == 503),
+                count("DeadlineExceeded", invocation.error == Some(DEADLINE_EXCEEDED)),
+                ms("Latency", invocation.latency),
+                invocation
+                    .store_latency
+                    .and_then(|latency| ms("StoreLatency", latency)),
+            ],
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Metric> {
+        self.list.iter().flatten()
+    }
+
+    /// Which of the four directives declares these metrics: with or
+    /// without `ColdStart`, with or without `StoreLatency`.
+    fn shape(&self) -> usize {
+        let present = |metric: Option<&Option<Metric>>| usize::from(metric.is_some_and(Option::is_some));
+        present(self.list.first()) << 1 | present(self.list.last())
+    }
+}
+
+/// What every document of a process shares, written once: the directive of
+/// each set of metrics an invocation can have (the namespace, the
+/// dimension, each metric's name and unit) and the `service` member, so
+/// that per invocation only the timestamp, the values and the ids are
+/// written (docs/performance.md, "A warm create against its floor").
+struct Template {
+    /// `"CloudWatchMetrics":[…]`, by [`Metrics::shape`].
+    directives: [Vec<u8>; 4],
+    /// `"service":"…"`.
+    service: Vec<u8>,
+}
+
+impl Template {
+    /// Appends one invocation's document to `line`, as one JSON object: `_aws`
+    /// with the timestamp and the directive, then the dimension and every
+    /// metric as top-level members, then the ids that lead to the log line
+    /// and the trace (specification: "Embedded metric format" in the
+    /// CloudWatch user guide).
+    fn write(
+        &self,
+        line: &mut Vec<u8>,
+        timestamp_ms: u64,
+        metrics: &Metrics,
+        request_id: Option<&str>,
+        trace_id: Option<&str>,
+    ) {
+        line.extend_from_slice(br#"{"_aws":{"Timestamp":"#);
+        json(line, &timestamp_ms);
+        line.push(b',');
+        line.extend_from_slice(
+            self.directives
+                .get(metrics.shape())
+                .map_or(&[][..], Vec::as_slice),
+        );
+        line.extend_from_slice(b"},");
+        line.extend_from_slice(&self.service);
+        for metric in metrics.iter() {
+            line.push(b',');
+            json(line, metric.name);
+            line.push(b':');
+            match metric.value {
+                Value::Count(count) => json(line, &count),
+                Value::Milliseconds(ms) => json(line, &ms),
+            }
+        }
+        for (name, id) in [("function_request_id", request_id), ("xray_trace_id", trace_id)] {
+            if let Some(id) = id {
+                line.push(b',');
+                json(line, name);
+                line.push(b':');
+                json(line, id);
+            }
+        }
+        line.push(b'}');
+    }
+}
+
+/// `value` as JSON. Strings, integers and floats (a float that is not
+/// finite is `null`) cannot fail to be written into a `Vec`.
+fn json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let _ = serde_json::to_writer(out, value);
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use plant_store::store::{ATTEMPT_TIMEOUT, DynamoStore, MAX_ATTEMPTS, OPERATION_TIMEOUT};
+use plant_store::store::DynamoStore;
+use plant_store::store::client::{ATTEMPT_TIMEOUT, MAX_ATTEMPTS, OPERATION_TIMEOUT};
 use serde_json::json;
 use tokio::task::{JoinSet, spawn_blocking};
 

@@ -23,7 +23,8 @@ use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::{Context, Request, RequestExt};
 use plant_store::auth::{Authenticator, StaticTokens};
 use plant_store::handler::App;
-use plant_store::store::{DynamoStore, with_budgets};
+use plant_store::store::DynamoStore;
+use plant_store::store::client::with_budgets;
 use serde_json::Value;
 use tokio::task::JoinSet;
 

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use plant_store::store::{DynamoStore, PREWARM_TIMEOUT};
+use plant_store::store::DynamoStore;
+use plant_store::store::client::PREWARM_TIMEOUT;
 
 use crate::helpers::{DEV_TOKEN, TestApp, built_function, client_for, unique_name};
 

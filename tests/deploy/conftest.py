@@ -31,7 +31,7 @@ def runbook():
 
 @pytest.fixture(scope="session")
 def emf_source():
-    return documents.read("src/telemetry/emf.rs")
+    return documents.read("src/telemetry/mod.rs")
 
 
 @pytest.fixture(scope="session")

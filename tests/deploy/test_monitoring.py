@@ -1,4 +1,4 @@
-"""The monitoring part of template.yaml, against the code (src/telemetry/emf.rs) and the runbook (docs/operations.md).
+"""The monitoring part of template.yaml, against the code (src/telemetry/mod.rs) and the runbook (docs/operations.md).
 
 Tracing and the role's least privilege, the alarms, the dashboard, the
 saved Logs Insights queries and the Monitoring parameter group.
@@ -10,7 +10,7 @@ import re
 import pytest
 from breakage import Broken, assert_rejected, drop, edit, put, replace
 
-# The metrics src/telemetry/emf.rs emits (namespace and `service` dimension
+# The metrics src/telemetry/mod.rs emits (namespace and `service` dimension
 # from the function's environment); the alarms and the dashboard may name these.
 METRICS = {
     "ColdStart",
@@ -166,8 +166,8 @@ def test_the_role_grants_no_cloudwatch_action_as_metrics_are_log_lines(template)
 
 def the_function_emits_the_documented_metrics(emitted_metrics):
     """A new metric is added to METRICS on purpose (and to the runbook)."""
-    problems = [f"src/telemetry/emf.rs no longer emits {m}" for m in sorted(METRICS - emitted_metrics)]
-    return problems + [f"src/telemetry/emf.rs emits {m}, not in METRICS" for m in sorted(emitted_metrics - METRICS)]
+    problems = [f"src/telemetry/mod.rs no longer emits {m}" for m in sorted(METRICS - emitted_metrics)]
+    return problems + [f"src/telemetry/mod.rs emits {m}, not in METRICS" for m in sorted(emitted_metrics - METRICS)]
 
 
 def test_the_function_emits_the_documented_metrics(emitted_metrics):

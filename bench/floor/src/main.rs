@@ -32,7 +32,8 @@ use lambda_host::sdk::{self, Trust};
 use lambda_runtime_api_client::body::Body;
 use lambda_runtime_api_client::{PooledClient, build_request};
 use plant_store::plant::{NewPlant, PlantId, PlantName, PlantTag};
-use plant_store::store::{DynamoStore, PlantStore, with_budgets};
+use plant_store::store::client::with_budgets;
+use plant_store::store::{DynamoStore, PlantStore};
 
 /// What plant-store answers to a create, as the benchmark checks it; the
 /// same bytes every time, so that no encoding is measured.

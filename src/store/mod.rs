@@ -1,20 +1,24 @@
-//! Where plants are kept: the one operation the service needs (`create`),
-//! its DynamoDB adapter, and an in-memory store for tests and benchmarks.
+//! Where plants are kept: the one operation the service needs (`create`)
+//! and its DynamoDB adapter. The client's budgets and the pre-warm, which
+//! run at init, are in [`client`]; the in-memory store for tests and
+//! benchmarks is behind the `test-util` feature.
+
+pub mod client;
+#[cfg(feature = "test-util")]
+mod memory;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::Builder;
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{BoxError, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::primitives::{DateTime, DateTimeFormat};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
+#[cfg(feature = "test-util")]
+pub use self::memory::MemoryStore;
 use crate::plant::{NewPlant, PlantId};
 
 /// How a successful `create` came about.
@@ -73,78 +77,12 @@ pub trait PlantStore: Send + Sync {
     fn create(&self, plant: &NewPlant) -> impl Future<Output = Result<Created, StoreError>> + Send;
 }
 
-/// Budgets that keep every request well inside the function's timeout: an
-/// attempt that hangs is abandoned after two seconds, and the whole
-/// operation, retries and backoff included, after five.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
-pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
-pub const MAX_ATTEMPTS: u32 = 3;
-
-/// Applies our timeouts and retry policy to a DynamoDB client configuration.
-pub fn with_budgets(builder: Builder) -> Builder {
-    builder
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(CONNECT_TIMEOUT)
-                .operation_attempt_timeout(ATTEMPT_TIMEOUT)
-                .operation_timeout(OPERATION_TIMEOUT)
-                .build(),
-        )
-        .retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(MAX_ATTEMPTS)
-                .with_initial_backoff(Duration::from_millis(50)),
-        )
-}
-
-/// The budget of the init-time pre-warm: one attempt, no retries, so that a
-/// store that is down delays the start by at most this much.
-pub const PREWARM_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Plants in a DynamoDB table with partition key `id` (Number).
+/// Plants in a DynamoDB table with partition key `id` (Number). Built,
+/// and its connection opened, at init ([`client`]).
 #[derive(Debug, Clone)]
 pub struct DynamoStore {
     client: Client,
     table: String,
-}
-
-impl DynamoStore {
-    pub fn new(client: Client, table: impl Into<String>) -> Self {
-        Self {
-            client,
-            table: table.into(),
-        }
-    }
-
-    /// Opens the connection to DynamoDB during init, so that the first
-    /// request finds it in the pool: DNS, TCP, the TLS handshake (with the
-    /// crypto library's one-off seeding) and the credentials are paid for
-    /// before the first request arrives rather than on it. `DescribeTable` is
-    /// the cheapest signed call on the table (it needs
-    /// `dynamodb:DescribeTable`); any answer, even a denial, leaves a warm
-    /// connection behind. The caller logs a failure and carries on: this is
-    /// an optimisation, never a reason not to start.
-    pub async fn prewarm(&self) -> Result<(), BoxError> {
-        let budget = aws_sdk_dynamodb::Config::builder()
-            .retry_config(RetryConfig::disabled())
-            .timeout_config(
-                TimeoutConfig::builder()
-                    .connect_timeout(CONNECT_TIMEOUT.min(PREWARM_TIMEOUT))
-                    .operation_attempt_timeout(PREWARM_TIMEOUT)
-                    .operation_timeout(PREWARM_TIMEOUT)
-                    .build(),
-            );
-        self.client
-            .describe_table()
-            .table_name(&self.table)
-            .customize()
-            .config_override(budget)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|err| DisplayErrorContext(err).to_string().into())
-    }
 }
 
 impl PlantStore for DynamoStore {
@@ -167,8 +105,9 @@ impl PlantStore for DynamoStore {
             item.insert("tag".to_owned(), AttributeValue::S(tag.as_str().to_owned()));
         }
 
-        // Boxed: the SDK's operation future is 6 KB, and inline it would
-        // grow every frame that polls an invocation (see `start` in main.rs).
+        // Boxed: the SDK's operation future is 6 KB, and inline it would grow
+        // every frame that polls an invocation (docs/performance.md,
+        // "Smaller stack frames").
         let result = Box::pin(
             self.client
                 .put_item()
@@ -230,74 +169,21 @@ fn classify<R: fmt::Debug + Send + Sync + 'static>(err: SdkError<PutItemError, R
 }
 
 /// Error codes that say "retry later", modeled by the generated enum or
-/// not: throttling, and the service's own unavailability.
+/// not: throttling (DynamoDB's comes with a 400, not a 429; the others are
+/// the SDKs' generic codes), and the service's own unavailability.
 fn is_transient_code(code: Option<&str>) -> bool {
     code.is_some_and(|code| {
-        is_throttling(code)
-            || matches!(
-                code,
-                "ServiceUnavailable" | "ServiceUnavailableException" | "InternalFailure"
-            )
+        matches!(
+            code,
+            "ProvisionedThroughputExceededException"
+                | "RequestLimitExceeded"
+                | "Throttling"
+                | "ThrottlingException"
+                | "ServiceUnavailable"
+                | "ServiceUnavailableException"
+                | "InternalFailure"
+        )
     })
-}
-
-/// The error codes with which AWS services say they throttled a request:
-/// DynamoDB's with a 400, not a 429, and the SDKs' generic ones.
-const THROTTLING: [&str; 4] = [
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "Throttling",
-    "ThrottlingException",
-];
-
-/// Whether an AWS error code says the request was throttled: worth a retry
-/// later, and not the caller's fault.
-fn is_throttling(code: &str) -> bool {
-    THROTTLING.contains(&code)
-}
-
-/// An in-memory store with the same semantics, for handler tests and
-/// benchmarks. Never used by the function itself. Clones share their
-/// plants: a test gives the handler one and reads back through another.
-#[derive(Debug, Default, Clone)]
-pub struct MemoryStore {
-    plants: Arc<Mutex<HashMap<PlantId, NewPlant>>>,
-}
-
-/// What a test reads back, through a clone of the store it gave the handler.
-impl MemoryStore {
-    /// The plant stored under `id`.
-    pub fn get(&self, id: PlantId) -> Option<NewPlant> {
-        self.plants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&id)
-            .cloned()
-    }
-
-    /// How many plants are stored.
-    pub fn len(&self) -> usize {
-        self.plants.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-
-    /// Whether nothing was stored.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl PlantStore for MemoryStore {
-    async fn create(&self, plant: &NewPlant) -> Result<Created, StoreError> {
-        let mut plants = self.plants.lock().unwrap_or_else(PoisonError::into_inner);
-        match plants.get(&plant.id) {
-            None => {
-                plants.insert(plant.id, plant.clone());
-                Ok(Created::Inserted)
-            }
-            Some(stored) if stored == plant => Ok(Created::Replayed),
-            Some(_) => Err(StoreError::Conflict(plant.id)),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -342,31 +228,15 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn the_memory_store_replays_identical_plants_and_refuses_different_ones() {
-        let store = MemoryStore::default();
-        assert_eq!(
-            store.create(&plant(1, "Fern", None)).await.unwrap(),
-            Created::Inserted
-        );
-        assert_eq!(
-            store.create(&plant(1, "Fern", None)).await.unwrap(),
-            Created::Replayed
-        );
-        assert!(matches!(
-            store.create(&plant(1, "Fern", Some("x"))).await,
-            Err(StoreError::Conflict(id)) if id.get() == 1
-        ));
-        assert_eq!(store.get(PlantId::from(1)), Some(plant(1, "Fern", None)));
-        assert_eq!(store.len(), 1);
-    }
-
     #[test]
     fn unmodelled_throttling_and_unavailability_codes_are_transient() {
         for code in [
-            "ServiceUnavailable",
+            "ProvisionedThroughputExceededException",
+            "RequestLimitExceeded",
             "ThrottlingException",
             "Throttling",
+            "ServiceUnavailable",
+            "ServiceUnavailableException",
             "InternalFailure",
         ] {
             assert!(is_transient_code(Some(code)), "{code}");
