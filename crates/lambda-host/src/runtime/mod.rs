@@ -106,9 +106,10 @@ impl Lambda {
     }
 
     /// Serves invocations with `service` until the Runtime API fails for
-    /// good. A single worker runs on the calling task; several are spawned
-    /// as tasks, each with its own clone of the service, so that a
-    /// multi-threaded runtime spreads them over its threads.
+    /// good. Each worker is a task of its own with its own clone of the
+    /// service, one on classic Lambda, so that a multi-threaded runtime
+    /// spreads several over its threads, and an invocation's polls start
+    /// at its worker rather than pass through this function.
     ///
     /// When one worker cannot reach the Runtime API any more (after about
     /// 0.8 s of retries), every worker stops taking invocations, those in
@@ -143,15 +144,12 @@ impl Lambda {
             cold: AtomicBool::new(true),
         });
         let (stop, stopped) = watch::channel(false);
-        if !concurrency.is_concurrent() {
-            return worker::serve(&shared, service, true, stopped).await;
-        }
+        let settle = !concurrency.is_concurrent();
         let mut workers = JoinSet::new();
         for _ in 0..concurrency.get() {
-            let (shared, service, stopped) = (shared.clone(), service.clone(), stopped.clone());
-            workers.spawn(async move { worker::serve(&shared, service, false, stopped).await });
+            workers.spawn(worker::serve(shared.clone(), service.clone(), settle, stopped.clone()));
         }
-        tracing::debug!(workers = concurrency.get(), "serving invocations concurrently");
+        tracing::debug!(workers = concurrency.get(), "serving invocations");
         let mut first = None;
         while let Some(ended) = workers.join_next().await {
             let cause: Error = match ended {

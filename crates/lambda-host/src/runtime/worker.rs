@@ -38,7 +38,7 @@ pub(super) struct Shared {
 /// worker's invocation in flight, if any, is answered). With `settle`, the
 /// work spawned behind each answer ([`crate::spawn`]) is awaited after it.
 pub(super) async fn serve<S, R, E>(
-    shared: &Shared,
+    shared: Arc<Shared>,
     mut service: S,
     settle: bool,
     mut stopped: watch::Receiver<bool>,
@@ -91,7 +91,7 @@ where
         // spans (`trace/`).
         let invocation = trace::scope(trace_id.as_deref(), async {
             let span = open_span();
-            let answer = invoke(shared, &headers, request_id, &payload, &mut service)
+            let answer = invoke(&shared, &headers, request_id, &payload, &mut service)
                 .instrument(span.clone())
                 .await;
             (answer, span)
