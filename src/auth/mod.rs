@@ -4,7 +4,8 @@
 //! The `Authenticator` asks every configured verifier; adding one means
 //! adding a field and one arm in `authenticate`, nothing else. `jwt` knows
 //! nothing of this module: its `TokenVerifier` impl lives here, so imports
-//! run one way. How an `Authenticator` is built is in `setup.rs`.
+//! run one way. How an `Authenticator` is built is in `setup.rs`, which
+//! imports this module and nothing imports it.
 
 pub mod jwt;
 mod setup;
@@ -17,7 +18,6 @@ use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
 use self::jwt::{Failure, JwtVerifier};
-pub use self::setup::InvalidDigest;
 
 /// Why a request is not allowed through. Each variant is one `error` code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +109,12 @@ impl fmt::Debug for StaticTokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "StaticTokens({} digests)", self.digests.len())
     }
+}
+
+/// A `PLANTS_TOKEN_SHA256` entry that is not 64 hex digits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidDigest {
+    pub position: usize,
 }
 
 impl StaticTokens {

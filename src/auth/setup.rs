@@ -6,13 +6,7 @@ use aws_smithy_runtime_api::client::http::SharedHttpConnector;
 use sha2::{Digest, Sha256};
 
 use super::jwt::{JwtVerifier, Misconfigured, Spawn};
-use super::{Authenticator, StaticTokens};
-
-/// A `PLANTS_TOKEN_SHA256` entry that is not 64 hex digits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidDigest {
-    pub position: usize,
-}
+use super::{Authenticator, InvalidDigest, StaticTokens};
 
 impl StaticTokens {
     /// Parses comma-separated hex digests; blanks around commas are ignored.
@@ -102,14 +96,6 @@ impl Authenticator {
     pub fn spawn_fetches_with(&self, spawn: Spawn) {
         if let Some(jwt) = &self.jwt {
             jwt.spawn_fetches_with(spawn);
-        }
-    }
-
-    /// Resolves once no fetch of the issuer's keys is under way: at once,
-    /// unless a refresh started behind a request is still running.
-    pub async fn settled(&self) {
-        if let Some(jwt) = &self.jwt {
-            jwt.settled().await;
         }
     }
 }

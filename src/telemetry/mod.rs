@@ -9,7 +9,7 @@
 //! behind the `metrics` facade and flush it per invocation, which is more
 //! machinery, and more CPU per invocation, than the document itself. Its
 //! fixed parts are written once per process, when the settings build the
-//! `Telemetry` (`settings.rs`).
+//! `Telemetry` (`setup.rs`).
 
 use std::fmt;
 use std::io::Write;
@@ -23,6 +23,7 @@ use crate::error::DEADLINE_EXCEEDED;
 use crate::store::Created;
 
 mod settings;
+mod setup;
 
 pub use self::settings::{DEFAULT_NAMESPACE, DEFAULT_SERVICE, TelemetrySettingError, TelemetrySettings};
 
