@@ -1,5 +1,6 @@
 //! `ApiError`: every way a request can fail, and the one place that decides
-//! its HTTP status, its stable `error` code, its message and its headers.
+//! its HTTP status, its stable `error` code, its message (the wording of the
+//! domain errors it wraps included) and its headers.
 //!
 //! Codes are `SSSRR`: the HTTP status, then a two-digit reason. Clients may
 //! rely on them; never reuse or renumber one.
@@ -9,7 +10,7 @@ use lambda_http::http::header::{ALLOW, HeaderName, HeaderValue, RETRY_AFTER, WWW
 use serde::Serialize;
 
 use crate::auth::AuthError;
-use crate::plant::{BodyError, MAX_BODY_BYTES, PlantId};
+use crate::plant::{BodyError, Bound, MAX_BODY_BYTES, PlantId};
 use crate::store::StoreError;
 
 /// The `error` code of [`ApiError::DeadlineExceeded`], which the metrics
@@ -173,6 +174,60 @@ impl std::fmt::Display for Waiting {
 }
 
 impl std::error::Error for Waiting {}
+
+/// What a client reads of an authentication failure: never why a token
+/// was refused.
+impl std::fmt::Display for AuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::MissingCredentials => f.write_str("missing bearer token"),
+            Self::InvalidToken => f.write_str("invalid bearer token"),
+            Self::InsufficientScope { scope } => {
+                write!(f, "token lacks the required scope `{scope}`")
+            }
+            Self::Unavailable => f.write_str("the token cannot be verified right now; retry later"),
+        }
+    }
+}
+
+impl std::error::Error for AuthError {}
+
+/// What a client reads of a body that is not a valid `NewPlant`: the first
+/// problem, naming its field and the bound it broke.
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Empty => f.write_str("request body is empty"),
+            Self::NotBase64 => f.write_str("request body is flagged isBase64Encoded but is not valid base64"),
+            Self::NotJson(detail) => write!(f, "request body is not valid JSON: {detail}"),
+            Self::NotAnObject => f.write_str("request body must be a JSON object"),
+            Self::DuplicateField(field) => write!(f, "duplicate field `{field}`"),
+            Self::UnknownField(field) => write!(f, "unknown field `{field}`"),
+            Self::MissingField(field) => write!(f, "missing required field `{field}`"),
+            Self::WrongType { field, expected } => write!(f, "field `{field}` must be {expected}"),
+            Self::OutOfBounds { field, bound } => match bound {
+                Bound::Int64 => write!(
+                    f,
+                    "field `{field}` must be an integer from {} to {}",
+                    i64::MIN,
+                    i64::MAX
+                ),
+                Bound::Length { max_chars } => {
+                    write!(f, "field `{field}` must be 1 to {max_chars} characters")
+                }
+                Bound::NotOnlyWhitespace => write!(f, "field `{field}` must not be only whitespace"),
+                Bound::NoControlCharacters => {
+                    write!(f, "field `{field}` must not contain control characters")
+                }
+                Bound::UnpairedSurrogate => {
+                    write!(f, "field `{field}` must not contain unpaired surrogate escapes")
+                }
+            },
+        }
+    }
+}
+
+impl std::error::Error for BodyError {}
 
 impl From<AuthError> for ApiError {
     fn from(err: AuthError) -> Self {

@@ -137,41 +137,6 @@ pub enum Bound {
     UnpairedSurrogate,
 }
 
-impl fmt::Display for BodyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Empty => f.write_str("request body is empty"),
-            Self::NotBase64 => f.write_str("request body is flagged isBase64Encoded but is not valid base64"),
-            Self::NotJson(detail) => write!(f, "request body is not valid JSON: {detail}"),
-            Self::NotAnObject => f.write_str("request body must be a JSON object"),
-            Self::DuplicateField(field) => write!(f, "duplicate field `{field}`"),
-            Self::UnknownField(field) => write!(f, "unknown field `{field}`"),
-            Self::MissingField(field) => write!(f, "missing required field `{field}`"),
-            Self::WrongType { field, expected } => write!(f, "field `{field}` must be {expected}"),
-            Self::OutOfBounds { field, bound } => match bound {
-                Bound::Int64 => write!(
-                    f,
-                    "field `{field}` must be an integer from {} to {}",
-                    i64::MIN,
-                    i64::MAX
-                ),
-                Bound::Length { max_chars } => {
-                    write!(f, "field `{field}` must be 1 to {max_chars} characters")
-                }
-                Bound::NotOnlyWhitespace => write!(f, "field `{field}` must not be only whitespace"),
-                Bound::NoControlCharacters => {
-                    write!(f, "field `{field}` must not contain control characters")
-                }
-                Bound::UnpairedSurrogate => {
-                    write!(f, "field `{field}` must not contain unpaired surrogate escapes")
-                }
-            },
-        }
-    }
-}
-
-impl std::error::Error for BodyError {}
-
 impl NewPlant {
     /// Parses a request body. Problems are reported one at a time, in a
     /// fixed order: JSON syntax and duplicate fields, unknown fields, missing

@@ -34,21 +34,6 @@ pub enum AuthError {
     Unavailable,
 }
 
-impl fmt::Display for AuthError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::MissingCredentials => f.write_str("missing bearer token"),
-            Self::InvalidToken => f.write_str("invalid bearer token"),
-            Self::InsufficientScope { scope } => {
-                write!(f, "token lacks the required scope `{scope}`")
-            }
-            Self::Unavailable => f.write_str("the token cannot be verified right now; retry later"),
-        }
-    }
-}
-
-impl std::error::Error for AuthError {}
-
 /// Extracts the bearer token. The scheme is case-insensitive (RFC 7235
 /// §2.1); the token must be RFC 6750 `b64token` syntax and is otherwise
 /// passed on untouched.
