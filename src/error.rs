@@ -251,22 +251,6 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// An error with its whole source chain on one line, for the log.
-#[derive(Debug, Clone, Copy)]
-pub struct ErrorChain<'a>(pub &'a dyn std::error::Error);
-
-impl std::fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(err) = source {
-            write!(f, ": {err}")?;
-            source = err.source();
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,28 +385,5 @@ mod tests {
         assert_eq!(header(&late, RETRY_AFTER).as_deref(), Some("1"));
         assert!(ApiError::NotFound.headers().is_empty());
         assert!(ApiError::from(BodyError::Empty).headers().is_empty());
-    }
-
-    #[test]
-    fn an_error_chain_is_each_error_of_the_chain_on_one_line_outermost_first() {
-        #[derive(Debug)]
-        struct Outer(std::io::Error);
-        impl std::fmt::Display for Outer {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("fetching the keys")
-            }
-        }
-        impl std::error::Error for Outer {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
-        let err = Outer(std::io::Error::other("connection refused"));
-
-        assert_eq!(
-            ErrorChain(&err).to_string(),
-            "fetching the keys: connection refused"
-        );
-        assert_eq!(ErrorChain(&err.0).to_string(), "connection refused");
     }
 }

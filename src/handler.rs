@@ -16,9 +16,10 @@ use lambda_http::{Body, Request, RequestExt, Response, Service, service_fn, trac
 use serde::Serialize;
 
 use crate::auth::Authenticator;
-use crate::error::{ApiError, ErrorChain, Waiting};
+use crate::error::{ApiError, Waiting};
 use crate::plant::{BodyError, MAX_BODY_BYTES, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
+use crate::telemetry::chain::ErrorChain;
 use crate::telemetry::{Invocation, Telemetry};
 
 const PLANTS_PATH: &str = "/plants";
