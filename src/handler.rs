@@ -17,9 +17,9 @@ use serde::Serialize;
 
 use crate::auth::Authenticator;
 use crate::error::{ApiError, Waiting};
+use crate::log::ErrorChain;
 use crate::plant::{BodyError, MAX_BODY_BYTES, NewPlant, Plant, PlantId};
 use crate::store::{Created, PlantStore};
-use crate::telemetry::chain::ErrorChain;
 use crate::telemetry::{Invocation, Telemetry};
 
 const PLANTS_PATH: &str = "/plants";

@@ -15,6 +15,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod handler;
+pub mod log;
 pub mod plant;
 pub mod store;
 pub mod telemetry;

@@ -22,7 +22,6 @@ use serde::Serialize;
 use crate::error::DEADLINE_EXCEEDED;
 use crate::store::Created;
 
-pub mod chain;
 mod settings;
 mod setup;
 

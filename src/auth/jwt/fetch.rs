@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::jwks::{JwksDocument, VerifyingKey};
-use crate::telemetry::chain::ErrorChain;
+use crate::log::ErrorChain;
 
 const USER_AGENT_VALUE: &str = concat!("plant-store/", env!("CARGO_PKG_VERSION"));
 

@@ -1,6 +1,6 @@
 //! How a failure is written in the log: the error and every source under
-//! it, on one line. Imports nothing of the crate, so that any module may
-//! log with it.
+//! it, on one line. Imports nothing of the crate, so that any module (the
+//! handler, the JWKS fetch) may log with it.
 
 /// An error with its whole source chain on one line, for the log.
 #[derive(Debug, Clone, Copy)]
