@@ -147,7 +147,12 @@ impl Lambda {
         let settle = !concurrency.is_concurrent();
         let mut workers = JoinSet::new();
         for _ in 0..concurrency.get() {
-            workers.spawn(worker::serve(shared.clone(), service.clone(), settle, stopped.clone()));
+            workers.spawn(worker::serve(
+                shared.clone(),
+                service.clone(),
+                settle,
+                stopped.clone(),
+            ));
         }
         tracing::debug!(workers = concurrency.get(), "serving invocations");
         let mut first = None;
