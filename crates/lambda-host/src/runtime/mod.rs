@@ -254,44 +254,34 @@ where
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(Box::pin(serve(env, configure)))
-}
-
-async fn serve<C, I, S, R, E, F>(env: LambdaEnv, configure: C) -> ExitCode
-where
-    C: FnOnce() -> Result<I, F>,
-    I: Future<Output = Result<S, F>>,
-    S: Service<Request, Response = R, Error = E> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    R: IntoResponse + Send + 'static,
-    E: Debug + Into<Diagnostic> + Send + 'static,
-    F: Display,
-{
-    // With one invocation at a time if the count is unusable: enough to
-    // tell Lambda why the function does not start.
-    let lambda = Lambda::of(&LambdaEnv {
-        concurrency: Ok(env.concurrency.unwrap_or(Concurrency::ONE)),
-        ..env.clone()
-    });
-    let (init, lambda) = match (configure(), lambda, env.concurrency) {
-        (Err(err), lambda, _) => return refuse_to_start(lambda.ok().as_ref(), &err).await,
-        (Ok(_), Err(err), _) => return refuse_to_start(None, &err).await,
-        (Ok(_), Ok(lambda), Err(err)) => return refuse_to_start(Some(&lambda), &err).await,
-        (Ok(init), Ok(lambda), Ok(_)) => (init, lambda),
-    };
-    start_tracing(&env);
-    // Boxed for the reason `Lambda::serve` boxes the service's future: the
-    // init's temporaries stay out of this frame.
-    let service = match Box::pin(init).await {
-        Ok(service) => service,
-        Err(err) => return refuse_to_start(Some(&lambda), &err).await,
-    };
-    match Box::pin(lambda.serve(service)).await {
-        // As a `main` that returns the error writes it.
-        Err(err) => eprintln!("Error: {err:?}"),
-        Ok(()) => eprintln!("Error: the invocation loop ended"),
-    }
-    ExitCode::FAILURE
+    // The function's init and the loop, as one future on that runtime.
+    runtime.block_on(Box::pin(async move {
+        // With one invocation at a time if the count is unusable: enough to
+        // tell Lambda why the function does not start.
+        let lambda = Lambda::of(&LambdaEnv {
+            concurrency: Ok(env.concurrency.unwrap_or(Concurrency::ONE)),
+            ..env.clone()
+        });
+        let (init, lambda) = match (configure(), lambda, env.concurrency) {
+            (Err(err), lambda, _) => return refuse_to_start(lambda.ok().as_ref(), &err).await,
+            (Ok(_), Err(err), _) => return refuse_to_start(None, &err).await,
+            (Ok(_), Ok(lambda), Err(err)) => return refuse_to_start(Some(&lambda), &err).await,
+            (Ok(init), Ok(lambda), Ok(_)) => (init, lambda),
+        };
+        start_tracing(&env);
+        // Boxed for the reason the worker boxes the service's future: the
+        // init's temporaries stay out of this frame.
+        let service = match Box::pin(init).await {
+            Ok(service) => service,
+            Err(err) => return refuse_to_start(Some(&lambda), &err).await,
+        };
+        match Box::pin(lambda.serve(service)).await {
+            // As a `main` that returns the error writes it.
+            Err(err) => eprintln!("Error: {err:?}"),
+            Ok(()) => eprintln!("Error: the invocation loop ended"),
+        }
+        ExitCode::FAILURE
+    }))
 }
 
 /// The tracer, when Lambda runs the X-Ray daemon, recording `tracing`
