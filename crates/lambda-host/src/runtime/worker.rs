@@ -36,7 +36,7 @@ pub(super) struct Shared {
 /// One worker: `next`, the service, the answer, until a Runtime API call
 /// fails for good (its cause) or another worker's did (`Ok`, once this
 /// worker's invocation in flight, if any, is answered). With `settle`, the
-/// work spawned behind each answer ([`crate::spawn`]) is awaited after it.
+/// work spawned behind each answer ([`spawn`]) is awaited after it.
 pub(super) async fn serve<S, R, E>(
     shared: Arc<Shared>,
     mut service: S,
