@@ -1,5 +1,5 @@
 //! Events no front door sends (a direct invoke's, a console test's): what
-//! [`decode`](super::decode) sets aside to make a request of one, in words
+//! [`decode()`](fn@super::decode) sets aside to make a request of one, in words
 //! ([`Repairs`]), and what it refuses ([`UnsupportedEvent`]). An event from
 //! API Gateway, an ALB or a function URL needs none of it.
 

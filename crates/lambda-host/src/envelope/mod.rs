@@ -7,7 +7,7 @@
 //! send (docs/upstream/lambda-http-conversion-panics.md). The request is the
 //! one `lambda_http::request::from_str` makes of the same event, the answer
 //! the JSON `lambda_http` writes (`tests/host/front_doors.rs` holds both);
-//! where `lambda_http` would panic, [`decode`] sets the field aside and
+//! where `lambda_http` would panic, [`decode()`] sets the field aside and
 //! records it in [`Repairs`], for the handler to answer with its own error.
 //! The URI keeps a REST API's stage, as `lambda_http` does unless
 //! `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set (read once, at start);
@@ -29,7 +29,7 @@ pub use self::decode::decode;
 pub(crate) use self::decode::{Stage, decode_with};
 pub use self::irregular::{MAX_HEADER_NAMES, UnsupportedEvent};
 
-/// What [`decode`] set aside because it does not form a request, from an
+/// What [`decode()`] set aside because it does not form a request, from an
 /// event no front door sends (`irregular.rs` words it for the log). Every
 /// field is false for an event from a real front door.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

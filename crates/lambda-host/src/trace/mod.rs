@@ -9,7 +9,7 @@
 //! - [`interceptors`] on each AWS SDK client: the trace header on every
 //!   request, and a CLIENT span per call;
 //! - [`SpanDetails`] on its response: its route and its own annotations;
-//! - its `tracing` spans, through the [`layer`] (already on the host's own
+//! - its `tracing` spans, through the [`layer()`] (already on the host's own
 //!   subscriber; added to the function's, when it installs one).
 //!
 //! The rooms: `invocation` reads each invocation's trace header and holds
@@ -44,7 +44,7 @@ pub(crate) use self::spans::ServerAnswer;
 
 /// Starts tracing, once, at start-up: spans are sent from now on when
 /// `env` names the X-Ray daemon's address (Lambda's `Tracing: Active`),
-/// and the [`layer`] records `tracing` spans at the logs' level.
+/// and the [`layer()`] records `tracing` spans at the logs' level.
 /// An address that cannot be used turns tracing off with one warning:
 /// tracing is never a reason not to serve. A second call changes nothing.
 pub(crate) fn init(env: &TraceEnv) {
