@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use lambda_host::ApiPath;
 use lambda_host::deadline;
 use lambda_host::envelope::Repairs;
-use lambda_host::trace::SpanDetails;
+use lambda_host::trace::{self, SpanDetails};
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response, Service, service_fn, tracing};
@@ -118,6 +118,9 @@ impl<S: PlantStore> App<S> {
             latency: started.elapsed(),
             store_latency,
             envelope: repairs.as_deref(),
+            xray_trace_id: context
+                .and_then(|context| context.xray_trace_id.as_deref())
+                .and_then(trace::root),
         });
 
         let mut response = Response::new(Body::from(body));

@@ -64,6 +64,9 @@ pub struct Invocation<'a> {
     pub store_latency: Option<Duration>,
     /// What the host's envelope decoder set aside, if anything, in words.
     pub envelope: Option<&'a str>,
+    /// The trace id X-Ray shows (`1-…-…`), as Powertools logs it: the
+    /// `Root` of Lambda's trace header, which the host reads.
+    pub xray_trace_id: Option<&'a str>,
 }
 
 /// The per-process telemetry state: the settings, the metrics sink, and
@@ -91,7 +94,7 @@ impl Telemetry {
         let cold_start = self.cold.swap(false, Ordering::Relaxed);
         let context = invocation.context;
         let request_id = context.map(|context| context.request_id.as_str());
-        let trace_id = context.and_then(|context| trace_root(context.xray_trace_id.as_deref()?));
+        let trace_id = invocation.xray_trace_id;
         let latency_ms = millis(invocation.latency);
         tracing::info!(
             request_id,
@@ -127,15 +130,6 @@ impl Telemetry {
         line.push(b'\n');
         self.sink.write_line(&line);
     }
-}
-
-/// The trace id X-Ray shows (`1-…-…`): the `Root` of Lambda's trace
-/// header, as Powertools logs it.
-fn trace_root(header: &str) -> Option<&str> {
-    header
-        .split(';')
-        .find_map(|part| part.trim().strip_prefix("Root="))
-        .filter(|root| !root.is_empty())
 }
 
 fn millis(duration: Duration) -> f64 {
@@ -318,6 +312,7 @@ mod tests {
             latency: Duration::from_micros(1500),
             store_latency: store_ms.map(Duration::from_millis),
             envelope: None,
+            xray_trace_id: None,
         }
     }
 
@@ -422,10 +417,10 @@ mod tests {
         let telemetry = Telemetry::new(settings, lines.clone());
         let mut context = Context::default();
         context.request_id = "req-1".to_owned();
-        context.xray_trace_id = Some("Root=1-67891233-abcdef012345678912345678;Sampled=1".to_owned());
 
         telemetry.record(&Invocation {
             context: Some(&context),
+            xray_trace_id: Some("1-67891233-abcdef012345678912345678"),
             ..invocation(401, None, None)
         });
 

@@ -50,6 +50,7 @@ impl Template {
                 latency: Duration::ZERO,
                 store_latency: store.then_some(Duration::ZERO),
                 envelope: None,
+                xray_trace_id: None,
             };
             let metrics = Metrics::of(&invocation, cold_start);
             member(

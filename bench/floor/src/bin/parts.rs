@@ -145,6 +145,10 @@ fn record(telemetry: &Telemetry, request: &Request) {
         latency: Duration::from_micros(1234),
         store_latency: Some(Duration::from_micros(987)),
         envelope: None,
+        xray_trace_id: request
+            .lambda_context_ref()
+            .and_then(|context| context.xray_trace_id.as_deref())
+            .and_then(lambda_host::trace::root),
     }));
 }
 
