@@ -223,3 +223,22 @@ async fn serve_concurrent_gives_each_of_eight_workers_its_own_clone_and_has_eigh
     assert_eq!(CLONES.load(Ordering::SeqCst), 8, "one clone per worker");
     assert_eq!(api.max_parked(), 8);
 }
+
+#[tokio::test]
+async fn the_request_carries_the_invocations_trace_id_as_x_amzn_trace_id_as_lambda_http_sets_it() {
+    let mut event = http_event("traced");
+    event["headers"]["x-amzn-trace-id"] = json!("Root=1-00000000-000000000000000000000000");
+    let sent = vec![Invocation::new("traced", event)];
+    let api = FakeRuntimeApi::start(sent.clone());
+
+    let _ = lambda(&api, 1)
+        .serve(service_fn(|request: Request| async move {
+            let header = request.headers().get("x-amzn-trace-id").cloned();
+            Ok::<_, Infallible>(Response::new(Body::from(
+                header.map(|value| value.as_bytes().to_vec()).unwrap_or_default(),
+            )))
+        }))
+        .await;
+
+    assert_eq!(bodies(&api, &sent), [sent[0].trace_id.clone()]);
+}
