@@ -51,6 +51,8 @@ pub mod test_util;
 
 pub use self::env::{Concurrency, StartError};
 pub use self::envelope::ApiPath;
+#[cfg(feature = "graceful-shutdown")]
+pub use self::runtime::spawn_graceful_shutdown_handler;
 pub use self::runtime::{Lambda, run, run_concurrent, spawn, start};
 /// The `lambda_http` the host is built on: its `Request`, `Response`,
 /// `Body`, `service_fn`, `tracing` and `tower`, one version of them for the
