@@ -13,6 +13,8 @@ use lambda_http::tracing::subscriber::{self, fmt};
 
 use crate::env::LambdaEnv;
 
+mod json;
+
 /// `lambda_runtime` logs every raw invocation payload at TRACE under this
 /// target; we cap it at DEBUG so a bearer token can never reach the logs.
 const RAW_EVENT_TARGET: &str = "lambda_runtime::layers::api_response";
@@ -54,10 +56,8 @@ where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
     builder(level, writer)
-        .json()
-        .flatten_event(true)
-        .with_current_span(true)
-        .with_span_list(false)
+        .fmt_fields(fmt::format::JsonFields::new())
+        .event_format(json::JsonLine)
         .finish()
 }
 

@@ -1,0 +1,252 @@
+//! The JSON log line, written rather than serialized: the bytes of
+//! `tracing-subscriber`'s JSON format as [`super::json_subscriber`] sets it
+//! up (the level, the event's fields flattened, the current span; no time,
+//! no target, no span list), into a buffer kept per thread. That format
+//! writes each line through serde's map serializer into a `fmt::Write`
+//! adapter that checks every piece for UTF-8, and parses the span's fields
+//! back from JSON on every line; this writes the same bytes directly and
+//! copies the span's fields as they were formatted (docs/performance.md,
+//! "A warm create against its floor").
+
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+
+use lambda_http::tracing::field::{Field, Visit};
+use lambda_http::tracing::subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
+use lambda_http::tracing::subscriber::fmt::{FmtContext, FormattedFields};
+use lambda_http::tracing::subscriber::registry::{LookupSpan, SpanRef};
+use lambda_http::tracing::{Event, Level, Subscriber};
+
+/// The event formatter of [`super::json_subscriber`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct JsonLine;
+
+thread_local! {
+    static LINE: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+impl<S, N> FormatEvent<S, N> for JsonLine
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'w> FormatFields<'w> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        LINE.with(|buffer| match buffer.try_borrow_mut() {
+            Ok(mut line) => {
+                line.clear();
+                write_line(&mut line, ctx, event);
+                writer.write_str(&line)
+            }
+            // A value's `Debug` that logs while its line is being written.
+            Err(_) => {
+                let mut line = String::new();
+                write_line(&mut line, ctx, event);
+                writer.write_str(&line)
+            }
+        })
+    }
+}
+
+fn write_line<S, N>(line: &mut String, ctx: &FmtContext<'_, S, N>, event: &Event<'_>)
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'w> FormatFields<'w> + 'static,
+{
+    line.push_str(r#"{"level":"#);
+    line.push_str(level(event.metadata().level()));
+    // The span `tracing-subscriber` picks: the event's explicit parent if
+    // it is known, else the current one.
+    let span = event
+        .parent()
+        .and_then(|id| ctx.span(id))
+        .or_else(|| ctx.lookup_current());
+    event.record(&mut Members { line });
+    if let Some(span) = span {
+        line.push_str(r#","span":"#);
+        write_span::<S, N>(line, &span);
+    }
+    line.push_str("}\n");
+}
+
+fn level(level: &Level) -> &'static str {
+    match *level {
+        Level::ERROR => r#""ERROR""#,
+        Level::WARN => r#""WARN""#,
+        Level::INFO => r#""INFO""#,
+        Level::DEBUG => r#""DEBUG""#,
+        Level::TRACE => r#""TRACE""#,
+    }
+}
+
+/// The span's fields as its formatter wrote them, then its name.
+fn write_span<S, N>(line: &mut String, span: &SpanRef<'_, S>)
+where
+    S: for<'a> LookupSpan<'a>,
+    N: for<'w> FormatFields<'w> + 'static,
+{
+    let extensions = span.extensions();
+    let fields = extensions
+        .get::<FormattedFields<N>>()
+        .map_or("", |fields| fields.fields.as_str());
+    // `JsonFields` writes them as serde_json writes a map, which parsing
+    // and writing again, as `tracing-subscriber` does, leaves unchanged.
+    let members = fields.strip_prefix('{').and_then(|rest| rest.strip_suffix('}'));
+    line.push('{');
+    match members {
+        Some("") => {}
+        Some(members) => {
+            line.push_str(members);
+            line.push(',');
+        }
+        None => reformat(line, fields),
+    }
+    line.push_str(r#""name":"#);
+    string(line, span.metadata().name());
+    line.push('}');
+}
+
+/// What `tracing-subscriber` writes for fields that are not an object.
+fn reformat(line: &mut String, fields: &str) {
+    let mut out = Vec::new();
+    let written = match serde_json::from_str::<serde_json::Value>(fields) {
+        Ok(serde_json::Value::Object(members)) => {
+            for (name, value) in &members {
+                let _ = serde_json::to_writer(&mut out, name);
+                out.push(b':');
+                let _ = serde_json::to_writer(&mut out, value);
+                out.push(b',');
+            }
+            Ok(())
+        }
+        Ok(value) => {
+            out.extend_from_slice(br#""field":"#);
+            let _ = serde_json::to_writer(&mut out, &value);
+            out.extend_from_slice(br#","field_error":"field was no a valid object","#);
+            Ok(())
+        }
+        Err(err) => Err(err.to_string()),
+    };
+    match written {
+        Ok(()) => line.push_str(&String::from_utf8_lossy(&out)),
+        Err(err) => {
+            line.push_str(r#""field_error":"#);
+            string(line, &err);
+            line.push(',');
+        }
+    }
+}
+
+/// The event's fields as members of the line, in the order the event
+/// records them, each value as tracing-serde writes it.
+struct Members<'a> {
+    line: &'a mut String,
+}
+
+impl Members<'_> {
+    fn key(&mut self, field: &Field) {
+        self.line.push(',');
+        string(self.line, field.name());
+        self.line.push(':');
+    }
+}
+
+impl Visit for Members<'_> {
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.key(field);
+        self.line.push_str(if value { "true" } else { "false" });
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.key(field);
+        let _ = write!(self.line, "{value}");
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.key(field);
+        let _ = write!(self.line, "{value}");
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.key(field);
+        // serde_json's own digits (a shortest round-trip form that Rust's
+        // `Display` does not share), and `null` for what is not finite.
+        let mut digits = [0u8; 40];
+        let mut rest = &mut digits[..];
+        let written = serde_json::to_writer(&mut rest, &value).map(|()| 40 - rest.len());
+        match written.ok().and_then(|len| digits.get(..len)) {
+            Some(digits) => self.line.push_str(&String::from_utf8_lossy(digits)),
+            None => self.line.push_str("null"),
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.key(field);
+        string(self.line, value);
+    }
+
+    /// Also what `i128`, `u128`, errors and bytes come to: a string.
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.key(field);
+        self.line.push('"');
+        let _ = write!(Escaped(self.line), "{value:?}");
+        self.line.push('"');
+    }
+}
+
+/// `value` as a JSON string, escaped as serde_json escapes.
+fn string(line: &mut String, value: &str) {
+    line.push('"');
+    escape(line, value);
+    line.push('"');
+}
+
+/// Writes through [`escape`].
+struct Escaped<'a>(&'a mut String);
+
+impl fmt::Write for Escaped<'_> {
+    fn write_str(&mut self, piece: &str) -> fmt::Result {
+        escape(self.0, piece);
+        Ok(())
+    }
+}
+
+/// serde_json's escapes: `"` and `\`, the short forms of backspace, form
+/// feed, newline, carriage return and tab, `\u00XX` (lower-case hex) for
+/// the other control characters; everything else as it is.
+fn escape(line: &mut String, value: &str) {
+    let mut start = 0;
+    for (at, byte) in value.bytes().enumerate() {
+        let short = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        // `at` is an ASCII byte's index, so a boundary of `value`'s chars.
+        line.push_str(value.get(start..at).unwrap_or_default());
+        if short.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            line.push_str("\\u00");
+            for nibble in [byte >> 4, byte & 0xf] {
+                line.push(char::from(HEX.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+            }
+        } else {
+            line.push_str(short);
+        }
+        start = at + 1;
+    }
+    line.push_str(value.get(start..).unwrap_or_default());
+}
+
+#[cfg(test)]
+mod tests;
