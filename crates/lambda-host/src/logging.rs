@@ -56,7 +56,7 @@ where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
     builder(level, writer)
-        .fmt_fields(fmt::format::JsonFields::new())
+        .fmt_fields(json::SpanFields)
         .event_format(json::JsonLine)
         .finish()
 }

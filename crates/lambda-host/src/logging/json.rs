@@ -5,14 +5,18 @@
 //! writes each line through serde's map serializer into a `fmt::Write`
 //! adapter that checks every piece for UTF-8, and parses the span's fields
 //! back from JSON on every line; this writes the same bytes directly and
-//! copies the span's fields as they were formatted (docs/performance.md,
-//! "A warm create against its floor").
+//! copies the span's fields as they were formatted. A span's fields are
+//! formatted as `JsonFields` formats them, without its map of
+//! `serde_json::Value`s (docs/performance.md, "A warm create against its
+//! floor").
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 
 use lambda_http::tracing::field::{Field, Visit};
-use lambda_http::tracing::subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
+use lambda_http::tracing::span::Record;
+use lambda_http::tracing::subscriber::field::RecordFields;
+use lambda_http::tracing::subscriber::fmt::format::{FormatEvent, FormatFields, JsonFields, Writer};
 use lambda_http::tracing::subscriber::fmt::{FmtContext, FormattedFields};
 use lambda_http::tracing::subscriber::registry::{LookupSpan, SpanRef};
 use lambda_http::tracing::{Event, Level, Subscriber};
@@ -141,6 +145,124 @@ fn reformat(line: &mut String, fields: &str) {
     }
 }
 
+/// The span fields' formatter of [`super::json_subscriber`]: the bytes of
+/// `JsonFields` (a JSON object, its members sorted by name, a name given
+/// twice keeping its last value), which collects the fields into a map of
+/// `serde_json::Value`s first. Fields it treats specially (a `Debug`
+/// value under a raw or `log.` name, bytes), more than [`MEMBERS`] of
+/// them, and fields recorded after the span's creation go to `JsonFields`
+/// itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SpanFields;
+
+/// The most fields a span's own formatting takes.
+const MEMBERS: usize = 8;
+
+impl<'w> FormatFields<'w> for SpanFields {
+    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'w>, fields: R) -> fmt::Result {
+        let mut sorted = Sorted::default();
+        fields.record(&mut sorted);
+        if sorted.unusual {
+            return JsonFields::new().format_fields(writer, fields);
+        }
+        let mut object = String::with_capacity(sorted.values.len() + 16 * sorted.len + 2);
+        object.push('{');
+        for (at, (name, range)) in sorted.members.iter().take(sorted.len).enumerate() {
+            if at > 0 {
+                object.push(',');
+            }
+            string(&mut object, name);
+            object.push(':');
+            object.push_str(sorted.values.get(range.clone()).unwrap_or_default());
+        }
+        object.push('}');
+        writer.write_str(&object)
+    }
+
+    fn add_fields(&self, current: &'w mut FormattedFields<Self>, fields: &Record<'_>) -> fmt::Result {
+        let mut json = FormattedFields::<JsonFields>::new(std::mem::take(&mut current.fields));
+        let added = JsonFields::new().add_fields(&mut json, fields);
+        current.fields = json.fields;
+        added
+    }
+}
+
+/// A span's fields, each value written as JSON, kept sorted by name.
+#[derive(Default)]
+struct Sorted {
+    members: [(&'static str, std::ops::Range<usize>); MEMBERS],
+    len: usize,
+    values: String,
+    unusual: bool,
+}
+
+impl Sorted {
+    /// Writes a value with `write` and files it under `field`'s name.
+    fn member(&mut self, field: &Field, write: impl FnOnce(&mut String)) {
+        let name = field.name();
+        let start = self.values.len();
+        write(&mut self.values);
+        let value = start..self.values.len();
+        let filed = self.members.get(..self.len).unwrap_or_default();
+        match filed.binary_search_by(|(other, _)| other.cmp(&name)) {
+            Ok(at) => {
+                if let Some(member) = self.members.get_mut(at) {
+                    member.1 = value;
+                }
+            }
+            Err(_) if self.len == MEMBERS => self.unusual = true,
+            Err(at) => {
+                if let Some(shifted) = self.members.get_mut(at..=self.len) {
+                    shifted.rotate_right(1);
+                    if let Some(member) = shifted.first_mut() {
+                        *member = (name, value);
+                    }
+                }
+                self.len += 1;
+            }
+        }
+    }
+}
+
+impl Visit for Sorted {
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.member(field, |out| out.push_str(if value { "true" } else { "false" }));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.member(field, |out| {
+            let _ = write!(out, "{value}");
+        });
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.member(field, |out| {
+            let _ = write!(out, "{value}");
+        });
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.member(field, |out| float(out, value));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.member(field, |out| string(out, value));
+    }
+
+    fn record_bytes(&mut self, _field: &Field, _value: &[u8]) {
+        self.unusual = true;
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        let name = field.name();
+        if name.starts_with("r#") || name.starts_with("log.") {
+            self.unusual = true;
+            return;
+        }
+        self.member(field, |out| debug(out, value));
+    }
+}
+
 /// The event's fields as members of the line, in the order the event
 /// records them, each value as tracing-serde writes it.
 struct Members<'a> {
@@ -173,15 +295,7 @@ impl Visit for Members<'_> {
 
     fn record_f64(&mut self, field: &Field, value: f64) {
         self.key(field);
-        // serde_json's own digits (a shortest round-trip form that Rust's
-        // `Display` does not share), and `null` for what is not finite.
-        let mut digits = [0u8; 40];
-        let mut rest = &mut digits[..];
-        let written = serde_json::to_writer(&mut rest, &value).map(|()| 40 - rest.len());
-        match written.ok().and_then(|len| digits.get(..len)) {
-            Some(digits) => self.line.push_str(&String::from_utf8_lossy(digits)),
-            None => self.line.push_str("null"),
-        }
+        float(self.line, value);
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
@@ -192,10 +306,27 @@ impl Visit for Members<'_> {
     /// Also what `i128`, `u128`, errors and bytes come to: a string.
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         self.key(field);
-        self.line.push('"');
-        let _ = write!(Escaped(self.line), "{value:?}");
-        self.line.push('"');
+        debug(self.line, value);
     }
+}
+
+/// serde_json's digits (a shortest round-trip form that Rust's `Display`
+/// does not share), and `null` for what is not finite.
+fn float(out: &mut String, value: f64) {
+    let mut digits = [0u8; 40];
+    let mut rest = &mut digits[..];
+    let written = serde_json::to_writer(&mut rest, &value).map(|()| 40 - rest.len());
+    match written.ok().and_then(|len| digits.get(..len)) {
+        Some(digits) => out.push_str(&String::from_utf8_lossy(digits)),
+        None => out.push_str("null"),
+    }
+}
+
+/// `value`'s `Debug` as a JSON string.
+fn debug(out: &mut String, value: &dyn fmt::Debug) {
+    out.push('"');
+    let _ = write!(Escaped(out), "{value:?}");
+    out.push('"');
 }
 
 /// `value` as a JSON string, escaped as serde_json escapes.

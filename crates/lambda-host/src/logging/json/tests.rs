@@ -208,6 +208,55 @@ fn every_line_is_the_bytes_tracing_subscribers_json_format_writes() {
             }),
         ),
         (
+            "span fields of every kind, unsorted, and those JsonFields treats specially",
+            Box::new(|| {
+                let err = Refused;
+                let typed = tracing::info_span!(
+                    "typed",
+                    zebra = "z\"",
+                    alpha = 1.5,
+                    nan = f64::NAN,
+                    middle = -3_i64,
+                    flag = true,
+                    shape = ?Shape { name: "s", sides: Some(3) },
+                    shown = %"d\u{1}",
+                    error = &err as &(dyn std::error::Error + 'static),
+                );
+                let _typed = typed.enter();
+                tracing::info!("typed");
+                let raw =
+                    tracing::info_span!("raw", r#type = ?"debug under a raw name", r#loop = "str under one");
+                let _raw = raw.enter();
+                tracing::info!("raw");
+                let bytes = tracing::info_span!("bytes", body = &b"ab\x00"[..], wide = 1_u128 << 100);
+                let _bytes = bytes.enter();
+                tracing::info!("bytes");
+                let many = tracing::info_span!(
+                    "many",
+                    a = 1,
+                    b = 2,
+                    c = 3,
+                    d = 4,
+                    e = 5,
+                    f = 6,
+                    g = 7,
+                    h = 8,
+                    i = 9
+                );
+                let _many = many.enter();
+                tracing::info!("many");
+                let eight =
+                    tracing::info_span!("eight", h = 8, g = 7, f = 6, e = 5, d = 4, c = 3, b = 2, a = 1);
+                let _eight = eight.enter();
+                tracing::info!("eight");
+                let empty = tracing::info_span!("empty", later = tracing::field::Empty);
+                let _empty = empty.enter();
+                tracing::info!("empty");
+                empty.record("later", "now");
+                tracing::info!("recorded");
+            }),
+        ),
+        (
             "an explicit parent, and an explicit root",
             Box::new(|| {
                 let parent = tracing::info_span!("parent", which = "explicit");
