@@ -230,15 +230,11 @@ impl Visit for Sorted {
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.member(field, |out| {
-            let _ = write!(out, "{value}");
-        });
+        self.member(field, |out| unsigned(out, value));
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.member(field, |out| {
-            let _ = write!(out, "{value}");
-        });
+        self.member(field, |out| signed(out, value));
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
@@ -285,12 +281,12 @@ impl Visit for Members<'_> {
 
     fn record_u64(&mut self, field: &Field, value: u64) {
         self.key(field);
-        let _ = write!(self.line, "{value}");
+        unsigned(self.line, value);
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
         self.key(field);
-        let _ = write!(self.line, "{value}");
+        signed(self.line, value);
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
@@ -308,6 +304,33 @@ impl Visit for Members<'_> {
         self.key(field);
         debug(self.line, value);
     }
+}
+
+/// `value`'s decimal digits, without `fmt`'s machinery.
+fn unsigned(out: &mut String, mut value: u64) {
+    let mut digits = [b'0'; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        if let Some(digit) = digits.get_mut(start) {
+            // `value % 10` is a digit's value.
+            *digit = b'0' + (value % 10) as u8;
+        }
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    for &digit in digits.get(start..).unwrap_or_default() {
+        out.push(char::from(digit));
+    }
+}
+
+fn signed(out: &mut String, value: i64) {
+    if value < 0 {
+        out.push('-');
+    }
+    unsigned(out, value.unsigned_abs());
 }
 
 /// serde_json's digits (a shortest round-trip form that Rust's `Display`
@@ -350,33 +373,60 @@ impl fmt::Write for Escaped<'_> {
 /// feed, newline, carriage return and tab, `\u00XX` (lower-case hex) for
 /// the other control characters; everything else as it is.
 fn escape(line: &mut String, value: &str) {
+    let bytes = value.as_bytes();
     let mut start = 0;
-    for (at, byte) in value.bytes().enumerate() {
-        let short = match byte {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
+    while let Some(at) = bytes
+        .get(start..)
+        .and_then(first_to_escape)
+        .map(|offset| start + offset)
+    {
         // `at` is an ASCII byte's index, so a boundary of `value`'s chars.
         line.push_str(value.get(start..at).unwrap_or_default());
-        if short.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            line.push_str("\\u00");
-            for nibble in [byte >> 4, byte & 0xf] {
-                line.push(char::from(HEX.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+        let byte = bytes.get(at).copied().unwrap_or_default();
+        match byte {
+            b'"' => line.push_str("\\\""),
+            b'\\' => line.push_str("\\\\"),
+            0x08 => line.push_str("\\b"),
+            0x0c => line.push_str("\\f"),
+            b'\n' => line.push_str("\\n"),
+            b'\r' => line.push_str("\\r"),
+            b'\t' => line.push_str("\\t"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                line.push_str("\\u00");
+                for nibble in [byte >> 4, byte & 0xf] {
+                    line.push(char::from(HEX.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+                }
             }
-        } else {
-            line.push_str(short);
         }
         start = at + 1;
     }
     line.push_str(value.get(start..).unwrap_or_default());
+}
+
+/// The index of the first byte that [`escape`] escapes, eight bytes at a
+/// time while none does: most values have none, and are copied whole.
+fn first_to_escape(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Non-zero when a byte of `word` is below `n` (n <= 0x80).
+    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS;
+    let mut clean = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let word = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default());
+        let found = below(word, 0x20)
+            | below(word ^ (ONES * u64::from(b'"')), 1)
+            | below(word ^ (ONES * u64::from(b'\\')), 1);
+        if found != 0 {
+            break;
+        }
+        clean += 8;
+    }
+    let rest = bytes.get(clean..)?;
+    let offset = rest
+        .iter()
+        .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?;
+    Some(clean + offset)
 }
 
 #[cfg(test)]

@@ -299,3 +299,23 @@ fn the_escapes_are_serde_jsons_for_every_ascii_byte() {
         assert_eq!(ours, serde_json::to_string(&value).unwrap(), "byte {byte:#04x}");
     }
 }
+
+#[test]
+fn an_escape_anywhere_in_a_long_value_is_found_as_serde_json_finds_it() {
+    for len in 0..40 {
+        for at in 0..len {
+            for special in ['"', '\\', '\n', '\u{1}', '\u{1f}'] {
+                let mut value: String = "abcdéfgh".chars().cycle().take(len).collect();
+                let boundary = value
+                    .char_indices()
+                    .map(|(i, _)| i)
+                    .find(|&i| i >= at)
+                    .unwrap_or(value.len());
+                value.insert(boundary, special);
+                let mut ours = String::new();
+                string(&mut ours, &value);
+                assert_eq!(ours, serde_json::to_string(&value).unwrap(), "{value:?}");
+            }
+        }
+    }
+}
