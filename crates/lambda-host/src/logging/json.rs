@@ -46,7 +46,8 @@ where
                 write_line(&mut line, ctx, event);
                 writer.write_str(&line)
             }
-            // A value's `Debug` that logs while its line is being written.
+            // In use by a line being written on this thread (tracing's
+            // dispatcher allows none today): a buffer of its own.
             Err(_) => {
                 let mut line = String::new();
                 write_line(&mut line, ctx, event);
@@ -97,8 +98,9 @@ where
     let fields = extensions
         .get::<FormattedFields<N>>()
         .map_or("", |fields| fields.fields.as_str());
-    // `JsonFields` writes them as serde_json writes a map, which parsing
-    // and writing again, as `tracing-subscriber` does, leaves unchanged.
+    // `SpanFields` (or `JsonFields`) wrote them as serde_json writes a
+    // map, which parsing and writing again, as `tracing-subscriber` does,
+    // leaves unchanged.
     let members = fields.strip_prefix('{').and_then(|rest| rest.strip_suffix('}'));
     line.push('{');
     match members {
