@@ -1,4 +1,4 @@
-//! The invocation loop under the stand-in Runtime API (`runtime_fake.rs`),
+//! The invocation loop under the stand-in Runtime API (`test_util::runtime_api`),
 //! in this process, with services that record what they were given: one
 //! invocation at a time as on classic Lambda, and several at once as on
 //! Lambda Managed Instances.
