@@ -22,8 +22,15 @@
 //!   set up: the SERVER span of each sampled invocation, a CLIENT span per
 //!   AWS SDK call, and the function's own `tracing` spans ([`trace`]);
 //! - Lambda's logging controls, without ever writing a raw event
-//!   ([`logging`]), and the AWS SDK's configuration built as a cold start
-//!   wants it ([`sdk`]).
+//!   ([`logging`]), and, with the `sdk` feature, the AWS SDK's
+//!   configuration built as a cold start wants it (the `sdk` module).
+//!
+//! Features: none by default, which is all a function that makes no AWS
+//! SDK call needs, and links no SDK, TLS stack or crypto library. `sdk`
+//! adds the `sdk` module and `trace::interceptors` (aws-config, the
+//! smithy client on rustls and aws-lc-rs); `dynamodb` adds DynamoDB's
+//! attributes to its calls' spans (`sdk` and aws-sdk-dynamodb);
+//! `test-util` the stand-ins of `test_util`, for a function's tests.
 //!
 //! It knows nothing of the function it hosts. A whole function:
 //!
@@ -39,6 +46,7 @@ mod runtime;
 pub mod deadline;
 pub mod envelope;
 pub mod logging;
+#[cfg(feature = "sdk")]
 pub mod sdk;
 pub mod trace;
 
