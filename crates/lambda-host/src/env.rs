@@ -17,6 +17,7 @@ const RUNTIME_API: &str = "AWS_LAMBDA_RUNTIME_API";
 
 /// What stops the function before it serves anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StartError {
     /// A variable Lambda always sets is missing.
     Missing(&'static str),
