@@ -404,11 +404,17 @@ lint-py: $(STAMP_VENV) ## ruff check and ruff format --check over the Python too
 	"$(VENV)/bin/ruff" check $(RUFF_PATHS)
 	"$(VENV)/bin/ruff" format --check $(RUFF_PATHS)
 
-# The host's documentation, warnings as errors, and its crate-level example
-# compiled as a doctest (cargo test --all-targets runs no doctests).
-doc: check-cargo ## The lambda-host crate's docs (cargo doc, warnings are errors) and its doctests
+# The host's documentation, warnings as errors, with its default features
+# and with all of them (as docs.rs builds it), and its crate-level example
+# compiled as a doctest (cargo test --all-targets runs no doctests). Then
+# the crate as crates.io would get it: cargo package builds the packaged
+# sources alone, with default features, offline (no registry is asked;
+# --allow-dirty so that it checks a working tree before its commit).
+doc: check-cargo ## The lambda-host crate's docs (cargo doc, warnings are errors), its doctests, and cargo package
 	RUSTDOCFLAGS="-D warnings" cargo doc -p lambda-host --no-deps
+	RUSTDOCFLAGS="-D warnings" cargo doc -p lambda-host --no-deps --all-features
 	cargo test -p lambda-host --doc
+	cargo package -p lambda-host --offline --allow-dirty
 
 fmt: check-cargo ## Format the code (cargo fmt)
 	cargo fmt
