@@ -252,11 +252,9 @@ test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deploym
 	@$(MAKE) soak-short
 	@$(MAKE) unit
 
-# The host's tests run its examples as Lambda runs a function: as the
-# binaries `cargo build` makes (`cargo test --all-targets` builds examples
-# as test harnesses, which run no `main`).
+# The host's tests run its examples as Lambda runs a function, as the
+# binaries `cargo build` makes: they build them themselves, once.
 unit: check-cargo tools-test ## cargo test --workspace --all-targets (unit, DynamoDB Local integration, properties, corpus, lambda-host's examples run); one summary line at the end
-	cargo build -p lambda-host --examples
 	@jar=$$($(FIND_DDB_JAR)); log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
 	 status=0; DYNAMODB_LOCAL_DIR="$$(dirname "$$jar")" cargo test --workspace --all-targets 2>&1 | tee "$$log" || status=$$?; \
 	 awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($$i ~ /^(passed|failed|ignored);?$$/) n[$$i] += $$(i - 1); b++ } \
