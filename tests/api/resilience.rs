@@ -13,7 +13,7 @@
 //! only make an answer later: what is checked is what a stall cannot
 //! change. The answer is the handler's 503 (50302), not the loop's
 //! backstop, so the handler's cut came first; and it reached the Runtime
-//! API no earlier than [`ANSWER_MARGIN`] before the deadline, so the
+//! API no earlier than [`RESPONSE_MARGIN`] before the deadline, so the
 //! handler waited for the store as long as its margin allows. That the
 //! handler's cut comes before the loop's, and the loop's before the
 //! deadline, is lambda-host's deadline.rs's to hold (at compile time, and
@@ -24,7 +24,7 @@ use std::process::{Child, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lambda_host::deadline::ANSWER_MARGIN;
+use lambda_host::deadline::RESPONSE_MARGIN;
 use serde_json::{Value, json};
 
 use crate::helpers::{Event, client_for, create_table, dynamodb_local_endpoint, unique_name};
@@ -167,7 +167,7 @@ fn a_store_that_hangs_past_the_deadline_gets_the_handlers_503_at_its_cut_and_fre
         // Not before the handler's cut: a timer never ends early.
         let ahead_ms = posted.ahead_of_deadline_ms(invocation);
         assert!(
-            ahead_ms <= i128::try_from(ANSWER_MARGIN.as_millis()).expect("fits"),
+            ahead_ms <= i128::try_from(RESPONSE_MARGIN.as_millis()).expect("fits"),
             "{}: answered {ahead_ms} ms before its deadline, more than the handler's margin",
             invocation.id
         );

@@ -9,7 +9,7 @@
 //! slow machine can only lengthen. That a request did not wait for the
 //! issuer shows as its answer while the issuer holds every answer back.
 
-use lambda_host::deadline::ANSWER_MARGIN;
+use lambda_host::deadline::RESPONSE_MARGIN;
 
 use super::*;
 
@@ -560,7 +560,7 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
     context.deadline = u64::try_from(now_ms).expect("fits") + 10_000;
     let deadline = UNIX_EPOCH + Duration::from_millis(context.deadline);
     let deadline_on_the_clock = on_the_clock + deadline.duration_since(wall).expect("ahead");
-    let cut = deadline_on_the_clock - ANSWER_MARGIN;
+    let cut = deadline_on_the_clock - RESPONSE_MARGIN;
 
     let handled = app.app.handle(lambda_http::RequestExt::with_lambda_context(
         request(&Jwt::rs256().encode(), 1),
@@ -577,7 +577,7 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
         response.body,
         json!({ "error": 50302, "message": "the request could not be completed in time; retry it (a retry of the same create is safe)" })
     );
-    // At its cut, ANSWER_MARGIN before the deadline, to the timer's
+    // At its cut, RESPONSE_MARGIN before the deadline, to the timer's
     // millisecond: not at the deadline (a margin of zero), not before the
     // cut (a handler that gave up early).
     let off = if answered > cut {
@@ -587,7 +587,7 @@ async fn a_request_whose_deadline_comes_while_it_waits_for_the_issuer_gets_a_503
     };
     assert!(
         off <= Duration::from_millis(2),
-        "answered {off:?} {} its cut, {ANSWER_MARGIN:?} before the deadline",
+        "answered {off:?} {} its cut, {RESPONSE_MARGIN:?} before the deadline",
         if answered > cut { "after" } else { "before" }
     );
     assert_eq!(app.stored(1).await, None, "nothing was written");
