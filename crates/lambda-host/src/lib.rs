@@ -40,6 +40,11 @@
 
 #![warn(missing_docs)]
 
+// The crate README's examples compile, as the crate's own do.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod env;
 mod runtime;
 
