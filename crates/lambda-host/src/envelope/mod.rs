@@ -33,6 +33,7 @@ pub use self::irregular::{MAX_HEADER_NAMES, UnsupportedEvent};
 /// event no front door sends (`irregular.rs` words it for the log). Every
 /// field is false for an event from a real front door.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Repairs {
     /// The body was flagged `isBase64Encoded` but is not base64: dropped,
     /// and the request has no body.
@@ -57,6 +58,7 @@ impl Repairs {
 /// The front door an event came through, which decides the shape of the
 /// answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FrontDoor {
     /// API Gateway REST API (payload 1.0): headers in `multiValueHeaders`.
     RestApi,
@@ -70,6 +72,7 @@ pub enum FrontDoor {
 /// A request ready for the handler, and where it came from: what a
 /// function's tests hand their handler, from the front doors' real events.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Decoded {
     /// The request, with [`Repairs`] among its extensions.
     pub request: Request,
@@ -183,8 +186,8 @@ fn is_whole_segments(prefix: &str) -> bool {
 /// `isBase64Encoded`), none as empty text (`lambda_http` decides between
 /// text and base64 by the `Content-Type` instead). The loop calls it on
 /// every answer; a function's tests call it to see the JSON a front door
-/// gets from their handler. Never waits.
-pub async fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
+/// gets from their handler.
+pub fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
     let (parts, body) = response.into_parts();
     let status_code = i64::from(parts.status.as_u16());
     let (body, is_base64_encoded) = match body {

@@ -289,7 +289,7 @@ async fn invoke<C: Call>(
             details: response.extensions().get::<trace::SpanDetails>(),
         });
     }
-    Ok(envelope::encode(decoded.origin, response).await)
+    Ok(envelope::encode(decoded.origin, response))
 }
 
 /// The service's answer as a `Response<Body>`: as it is when it is one

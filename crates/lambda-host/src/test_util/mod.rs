@@ -15,5 +15,4 @@
 )]
 
 pub mod daemon;
-pub mod front_doors;
 pub mod runtime_api;

@@ -4,9 +4,7 @@
 //! each front door with exactly the JSON `lambda_http`'s own response
 //! conversion wrote (pinned byte for byte).
 
-use futures_util::FutureExt;
 use lambda_host::envelope::{self, Decoded};
-use lambda_host::test_util::front_doors::request_parts;
 use lambda_http::http::StatusCode;
 use lambda_http::http::header::{
     CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue, SET_COOKIE, VARY, WWW_AUTHENTICATE,
@@ -14,6 +12,8 @@ use lambda_http::http::header::{
 use lambda_http::{Body, Response};
 use proptest::prelude::*;
 use serde_json::{Value, json};
+
+use crate::request_parts::request_parts;
 
 fn decode(event: &str) -> Decoded {
     envelope::decode(event.as_bytes()).unwrap_or_else(|err| panic!("{err}: {event}"))
@@ -217,9 +217,7 @@ proptest! {
 /// The JSON `envelope::encode` answers an event of this file with.
 fn encoded(file: &str, response: Response<Body>) -> String {
     let origin = decode(&crate::data(file)).origin;
-    let json = envelope::encode(origin, response)
-        .now_or_never()
-        .expect("encoding never waits");
+    let json = envelope::encode(origin, response);
     String::from_utf8(json).expect("UTF-8")
 }
 
