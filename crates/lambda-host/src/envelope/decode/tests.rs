@@ -403,3 +403,191 @@ fn hosts_as_front_doors_send_them_take_the_shortcut_and_others_do_not() {
     assert!(!plain("ftp", "host", "/"), "only http and https");
     assert!(!plain("https", "host", "x"), "a path that does not end the host");
 }
+
+/// What a decoding gives, as one value: the request's parts, what was set
+/// aside, the API path and the front door; or the refusal's line.
+fn outcome(decoded: Result<Decoded, UnsupportedEvent>) -> Value {
+    match decoded {
+        Ok(decoded) => json!({
+            "request": with_query_sorted(crate::test_util::front_doors::request_parts(&decoded.request)),
+            "repairs": format!("{:?}", decoded.request.extensions().get::<Repairs>()),
+            "api_path": decoded.request.extensions().get::<ApiPath>().map(ApiPath::as_str),
+            "origin": format!("{:?}", decoded.origin),
+        }),
+        Err(err) => json!({ "refused": err.to_string() }),
+    }
+}
+
+/// A query map is a hash map: the order of the URI's query, written
+/// from one, differs from map to map.
+fn with_query_sorted(mut parts: Value) -> Value {
+    let uri = parts["uri"].as_str().expect("a URI").to_owned();
+    if let Some((base, query)) = uri.split_once('?') {
+        let mut pairs: Vec<&str> = query.split('&').collect();
+        pairs.sort_unstable();
+        parts["uri"] = json!(format!("{base}?{}", pairs.join("&")));
+    }
+    parts
+}
+
+/// The decoder and the one it replaced give the same request, or the
+/// same refusal, under both stage settings.
+fn assert_decoded_as_before(payload: &[u8]) {
+    for stage in [Stage::InPath, Stage::Ignored] {
+        let decoded = decode_with(payload, stage);
+        let before = reference::decode_with(payload, stage);
+        // The reference predates VPC Lattice: it refused every such event.
+        if let (Ok(decoded), Err(_)) = (&decoded, &before)
+            && decoded.origin == FrontDoor::VpcLattice
+        {
+            continue;
+        }
+        assert_eq!(
+            outcome(decoded),
+            outcome(before),
+            "{stage:?} {}",
+            String::from_utf8_lossy(payload)
+        );
+    }
+}
+
+fn sample_events() -> Vec<(String, Vec<u8>)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut events = Vec::new();
+    for dir in [root.join("../../events"), root.join("tests/data")] {
+        for entry in std::fs::read_dir(&dir).expect("a folder of events") {
+            let path = entry.expect("an entry").path();
+            // The reference predates VPC Lattice.
+            let lattice = path.to_string_lossy().contains("vpc-lattice");
+            if path.extension().is_some_and(|ext| ext == "json") && !lattice {
+                let event = std::fs::read(&path).expect("readable");
+                events.push((path.display().to_string(), event));
+            }
+        }
+    }
+    events
+}
+
+#[test]
+fn every_sample_event_is_decoded_as_before() {
+    let events = sample_events();
+    assert!(events.len() >= 28, "{} events", events.len());
+    for (_, event) in &events {
+        assert_decoded_as_before(event);
+    }
+}
+
+#[test]
+fn refusals_and_repairs_are_as_before() {
+    for payload in [
+        &b""[..],
+        b"not JSON",
+        b"[]",
+        b"{}",
+        b"null",
+        b"{} x",
+        br#"{"httpMethod":"POST"}"#,
+        br#"{"httpMethod":null,"requestContext":{"http":{"method":"GET"}}}"#,
+        br#"{"headers":{},"headers":{}}"#,
+        br#"{"Records":[{"messageId":"1","eventSource":"aws:sqs","body":"{}"}]}"#,
+        b"{\"headers\": {\"a\": tru}}",
+        b"{\"headers\": \"\xff\"}",
+        b"{\"requestContext\": {\"http\": {\"method\": \"GET\"}}, \"unknown\": \"\xff\"}",
+    ] {
+        assert_decoded_as_before(payload);
+    }
+}
+
+/// Any JSON value a hand-made event could hold in a member.
+fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        proptest::bool::ANY.prop_map(Value::from),
+        (-3_i64..300).prop_map(Value::from),
+        Just(json!(1.5)),
+        "[ -~é]{0,8}".prop_map(Value::from),
+        Just(json!("")),
+        Just(json!("GET")),
+        Just(json!("/items")),
+        Just(json!("a, b")),
+        Just(json!("eyJpZCI6MX0=")),
+    ];
+    let nested = leaf.clone().prop_recursive(2, 12, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-zA-Z-]{1,6}|host|Host|x-forwarded-proto", inner, 0..4)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    });
+    prop_oneof![2 => Just(Value::Null), 3 => leaf, 3 => nested]
+}
+
+const MEMBERS: &[&str] = &[
+    "httpMethod",
+    "method",
+    "resource",
+    "path",
+    "rawPath",
+    "raw_path",
+    "rawQueryString",
+    "version",
+    "routeKey",
+    "type",
+    "methodArn",
+    "identitySource",
+    "authorizationToken",
+    "cookies",
+    "queryStringParameters",
+    "query_string_parameters",
+    "multiValueQueryStringParameters",
+    "pathParameters",
+    "stageVariables",
+    "requestContext",
+    "body",
+    "isBase64Encoded",
+    "is_base64_encoded",
+    "headers",
+    "multiValueHeaders",
+    "unknown",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+    /// Each sample event with members changed to any value, removed, or
+    /// changed inside the headers and the request context: the same
+    /// request or the same refusal as before.
+    #[test]
+    fn a_changed_sample_event_is_decoded_or_refused_as_before(
+        sample in 0..1000_usize,
+        changes in proptest::collection::vec(
+            (proptest::sample::select(MEMBERS), proptest::option::of(any_value()), 0..5_u8),
+            1..4,
+        ),
+    ) {
+        let events = sample_events();
+        let (_, event) = &events[sample % events.len()];
+        let mut event: Value = serde_json::from_slice(event).expect("JSON");
+        for (member, value, depth) in changes {
+            // Mostly the event's own members; else its Host, or a member
+            // of its request context.
+            let target = match depth {
+                3 => event.get_mut("headers"),
+                4 => event.get_mut("requestContext"),
+                _ => Some(&mut event),
+            };
+            let Some(Value::Object(target)) = target else { continue };
+            let key = match depth {
+                3 => "host",
+                4 => ["http", "stage", "domainName", "elb"][member.len() % 4],
+                _ => member,
+            };
+            match value {
+                Some(value) => { target.insert(key.to_owned(), value); }
+                None => { target.remove(key); }
+            }
+        }
+        assert_decoded_as_before(event.to_string().as_bytes());
+    }
+}
