@@ -128,7 +128,7 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Re
         event.version,
         event.route_key,
     ] {
-        member.optional::<Text<'_>>()?;
+        member.string_or_null()?;
     }
     if event.http_method.present() {
         event.http_method.method()?;
@@ -136,16 +136,16 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Re
     // `path` is an alias of `rawPath` there: both are one field twice.
     let raw_path = match (event.raw_path.present(), event.path.present()) {
         (true, true) => return Err(Refused),
-        (false, true) => event.path.optional::<Text<'_>>()?,
-        _ => event.raw_path.optional::<Text<'_>>()?,
+        (false, true) => event.path.text_or_null()?,
+        _ => event.raw_path.text_or_null()?,
     };
-    let raw_query = event.raw_query_string.optional::<Text<'_>>()?;
+    let raw_query = event.raw_query_string.text_or_null()?;
     let cookies = event.cookies.optional::<Vec<Text<'_>>>()?;
     let mut headers = event.headers.map(false)?;
     let event_query = event.query_string_parameters.query(QueryStyle::HttpApi)?;
     let path_parameters = event.path_parameters.string_map()?;
     let stage_variables = event.stage_variables.string_map()?;
-    let body = event.body.optional::<Text<'_>>()?;
+    let body = event.body.text_or_null()?;
     let is_base64_encoded = event.is_base64_encoded.or_default::<bool>()?;
 
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
@@ -213,8 +213,8 @@ fn joined(cookies: &[Text<'_>]) -> String {
 fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Request> {
     // First: the member that tells the types apart.
     let mut context: ApiGatewayProxyRequestContext = event.request_context.owned()?;
-    event.resource.optional::<Text<'_>>()?;
-    let raw_path = event.path.optional::<Text<'_>>()?;
+    event.resource.string_or_null()?;
+    let raw_path = event.path.text_or_null()?;
     let method = event.http_method.method()?.ok_or(Refused)?;
     let single_headers = event.headers.map(false)?;
     let multi_headers = event.multi_value_headers.map(false)?;
@@ -224,7 +224,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Re
         .query(QueryStyle::Standard)?;
     let path_parameters = event.path_parameters.string_map()?;
     let stage_variables = event.stage_variables.string_map()?;
-    let body = event.body.optional::<Text<'_>>()?;
+    let body = event.body.text_or_null()?;
     let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
 
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
@@ -264,13 +264,13 @@ fn alb(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
     // First: the member that tells the types apart.
     let context: AlbTargetGroupRequestContext = event.request_context.owned()?;
     let method = event.http_method.method()?.ok_or(Refused)?;
-    let raw_path = event.path.optional::<Text<'_>>()?;
+    let raw_path = event.path.text_or_null()?;
     let single_query = event.query_string_parameters.query(QueryStyle::Map)?;
     let multi_query = event.multi_value_query_string_parameters.query(QueryStyle::Map)?;
     let single_headers = event.headers.map(false)?;
     let multi_headers = event.multi_value_headers.map(false)?;
     let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
-    let body = event.body.optional::<Text<'_>>()?;
+    let body = event.body.text_or_null()?;
 
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
     let parameters = preferred(alb_query(multi_query), alb_query(single_query));
@@ -301,12 +301,12 @@ fn alb(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
 fn lattice_v2(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
     // First: the member that tells the types apart.
     let context: VpcLatticeRequestV2Context = event.request_context.owned()?;
-    event.version.optional::<Text<'_>>()?;
-    let raw_path = event.path.optional::<Text<'_>>()?;
+    event.version.string_or_null()?;
+    let raw_path = event.path.text_or_null()?;
     let method = event.method.optional_method()?;
     let headers = event.headers.map(false)?;
     let query = event.query_string_parameters.query(QueryStyle::Map)?;
-    let body = event.body.optional::<Text<'_>>()?;
+    let body = event.body.text_or_null()?;
     let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
     lattice(
         method,
@@ -325,11 +325,11 @@ fn lattice_v2(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
 /// `lambda_http` 1.3 reads only payload 2.0: this is its request made the
 /// same way, without a request context, since the event carries none.
 fn lattice_v1(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
-    let raw_path = event.raw_path_snake.optional::<Text<'_>>()?;
+    let raw_path = event.raw_path_snake.text_or_null()?;
     let method = event.method.optional_method()?;
     let headers = event.headers.map(true)?;
     let query = event.query_string_parameters_snake.query(QueryStyle::Map)?;
-    let body = event.body.optional::<Text<'_>>()?;
+    let body = event.body.text_or_null()?;
     let is_base64_encoded = event.is_base64_encoded_snake.nullish::<bool>()?;
     lattice(
         method,
@@ -542,12 +542,66 @@ fn set_aside(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location 
 /// query or credentials of its own would parse, but would change what the
 /// request means.
 fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
-    if !(plain(scheme, host, path) || bare(scheme, host)) {
+    let plain = plain(scheme, host, path);
+    if plain && written_as_is(scheme, host) && path_as_is(path) {
+        let mut url = String::with_capacity(scheme.len() + host.len() + path.len() + 4);
+        url.push_str(scheme);
+        url.push_str("://");
+        url.push_str(host);
+        url.push_str(if path.is_empty() { "/" } else { path });
+        return Some(url);
+    }
+    if !(plain || bare(scheme, host)) {
         return None;
     }
     Url::parse(&format!("{scheme}://{host}{path}"))
         .ok()
         .map(String::from)
+}
+
+/// A plain host that `url` writes back unchanged: lower case, labels
+/// that are not empty, not punycode and not a number at the end (an IPv4
+/// address, which `url` rewrites), and a port that is not the scheme's
+/// default, which `url` leaves out.
+fn written_as_is(scheme: &str, host: &str) -> bool {
+    let (name, port) = match host.rsplit_once(':') {
+        Some((name, port)) => (name, Some(port)),
+        None => (host, None),
+    };
+    let default_port = if scheme == "https" { "443" } else { "80" };
+    let port_as_is = port.is_none_or(|port| {
+        !port.is_empty()
+            && !port.starts_with('0')
+            && port.len() <= 5
+            && port.parse::<u16>().is_ok()
+            && port != default_port
+    });
+    let labels_as_is = name
+        .split('.')
+        .all(|label| !label.is_empty() && !label.starts_with("xn--"));
+    let last_is_a_name = name
+        .rsplit('.')
+        .next()
+        .and_then(|label| label.bytes().next())
+        .is_some_and(|first| first.is_ascii_lowercase());
+    port_as_is && labels_as_is && last_is_a_name && !name.bytes().any(|byte| byte.is_ascii_uppercase())
+}
+
+/// A path that `url` writes back unchanged: nothing it percent-encodes,
+/// no `\`, `?` or `#`, and no dot segment, plain or percent-encoded.
+fn path_as_is(path: &str) -> bool {
+    path.bytes()
+        .all(|byte| byte.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@%".contains(&byte))
+        && path.split('/').all(|segment| !is_dot_segment(segment))
+}
+
+/// `.` or `..`, each dot perhaps written `%2e`.
+fn is_dot_segment(segment: &str) -> bool {
+    if segment.len() > 6 || !(segment.starts_with('.') || segment.starts_with('%')) {
+        return false;
+    }
+    let dots = segment.replace("%2e", ".").replace("%2E", ".");
+    dots == "." || dots == ".."
 }
 
 /// A host that cannot carry credentials, a path, a query or a fragment
@@ -569,6 +623,9 @@ fn plain(scheme: &str, host: &str, path: &str) -> bool {
 
 /// Without a host: the path alone, as `url` reads it.
 fn relative(path: &str) -> Option<String> {
+    if path.starts_with('/') && path_as_is(path) {
+        return Some(path.to_owned());
+    }
     Url::parse(&format!("http://localhost{path}"))
         .ok()
         .map(|url| url.path().to_owned())

@@ -86,6 +86,20 @@ impl<'a> Member<'a> {
         self.raw.is_some_and(|raw| raw.get() != "null")
     }
 
+    /// A string member as `Option<String>` reads it, borrowed from the
+    /// event unless it has escapes.
+    pub(super) fn text_or_null(self) -> Read<Option<Text<'a>>> {
+        match self.text()? {
+            None | Some("null") => Ok(None),
+            // Already read as JSON: a string without a backslash is the
+            // text between its quotes.
+            Some(text) if text.starts_with('"') && !text.contains('\\') => Ok(text
+                .get(1..text.len().saturating_sub(1))
+                .map(|inner| Text(Cow::Borrowed(inner)))),
+            Some(_) => self.optional(),
+        }
+    }
+
     /// The value as `T`, or `None` without the key.
     pub(super) fn parse<T: Deserialize<'a>>(self) -> Read<Option<T>> {
         match self.text()? {
@@ -97,6 +111,17 @@ impl<'a> Member<'a> {
     /// A field that may be absent or `null`: `Option<String>` and the like.
     pub(super) fn optional<T: Deserialize<'a>>(self) -> Read<Option<T>> {
         Ok(self.parse::<Option<T>>()?.flatten())
+    }
+
+    /// What `Option<String>` takes, when only that matters: absent,
+    /// `null` or a string (the text is JSON already read: a string is
+    /// whatever starts with a quote).
+    pub(super) fn string_or_null(self) -> Read<()> {
+        match self.text()? {
+            None | Some("null") => Ok(()),
+            Some(text) if text.starts_with('"') => Ok(()),
+            Some(_) => Err(Refused),
+        }
     }
 
     /// A field the type requires.
@@ -321,7 +346,7 @@ impl<'a> Headers<'a> {
         };
         let mut map = HeaderMap::with_capacity(pairs.len());
         for (name, item) in pairs {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| Refused)?;
+            let name = header_name(name)?;
             match item {
                 HeaderItem::One(value) if split && value.contains(',') => {
                     append_split(&mut map, &name, value)?
@@ -348,6 +373,26 @@ impl<'a> Headers<'a> {
         }
         Ok(map)
     }
+}
+
+/// The names every front door adds that `http` has no constant for,
+/// shared rather than copied into each request.
+const ADDED_NAMES: [HeaderName; 4] = [
+    HeaderName::from_static("x-forwarded-for"),
+    HeaderName::from_static("x-forwarded-port"),
+    HeaderName::from_static("x-forwarded-proto"),
+    HeaderName::from_static("x-amzn-trace-id"),
+];
+
+fn header_name(name: &str) -> Read<HeaderName> {
+    // `from_bytes` lowers the case: the same name.
+    if let Some(added) = ADDED_NAMES
+        .iter()
+        .find(|added| added.as_str().eq_ignore_ascii_case(name))
+    {
+        return Ok(added.clone());
+    }
+    HeaderName::from_bytes(name.as_bytes()).map_err(|_| Refused)
 }
 
 fn header_value(value: &str) -> Read<HeaderValue> {
@@ -380,7 +425,8 @@ impl<'de> Visitor<'de> for HeadersVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Headers<'de>, A::Error> {
-        let mut pairs = Vec::new();
+        // What a front door's request usually has, in one allocation.
+        let mut pairs = Vec::with_capacity(16);
         while let Some(name) = map.next_key::<Cow<'de, str>>()? {
             pairs.push((name, map.next_value::<HeaderItem<'de>>()?));
         }

@@ -377,13 +377,37 @@ proptest::proptest! {
     #[test]
     fn a_plain_host_is_located_as_the_full_check_locates_it(
         scheme in "(https|http|ftp|HTTPS|)",
-        host in "[a-zA-Z0-9.:@/?#%\\[\\]-]{0,24}",
-        path in "[a-z/?#%. ]{0,12}",
+        host in "[a-zA-Z0-9.:@/?#%\\[\\]-]{0,24}|([a-z0-9-]{1,5}\\.|xn--[a-z]{1,2}\\.|[A-Z]\\.|\\.){0,3}([a-z][a-z0-9-]{0,5}|[A-Z]{1,3}|[0-9]{1,3}|0x[0-9a-f]{1,2}|xn--[a-z]{1,3})\\.?(:(0|443|80|8080|0?[0-9]{1,6})?)?",
+        path in "[a-z/?#%. ]{0,12}|([a-zA-Z0-9/?#%.~!$&'()*+,;=:@\\\\ ^|-]{0,12})|(/(\\.|%2[eE]|\\.%2[eE]|%2[eE]\\.|\\.\\.|\\.\\.\\.|x|%2[eE]%2[eE])){1,4}/?",
     ) {
         let checked = bare(&scheme, &host)
             .then(|| Url::parse(&format!("{scheme}://{host}{path}")).ok().map(String::from))
             .flatten();
         proptest::prop_assert_eq!(absolute(&scheme, &host, &path), checked);
+        let relative_checked = Url::parse(&format!("http://localhost{path}")).ok().map(|url| url.path().to_owned());
+        proptest::prop_assert_eq!(relative(&path), relative_checked);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    /// A URL written without `url` is the one `url` writes, for hosts and
+    /// paths near the edge of what is written as it is: ports (default,
+    /// leading zero, out of range), numbers and punycode as the last
+    /// label, dot segments plain and percent-encoded.
+    #[test]
+    fn a_url_written_as_it_is_is_the_one_url_writes(
+        scheme in "(https|http)",
+        host in "([a-z0-9-]{1,5}\\.|xn--[a-z]\\.){0,2}([a-z][a-z0-9-]{0,4}|[0-9]{1,3}|0x[0-9a-f]|A[a-z])(:(0|443|80|8080|0?[0-9]{1,5}))?",
+        path in "(/([a-zA-Z0-9._~!$&'()*+,;=:@%-]{0,4}|\\.|\\.\\.|%2[eE]|\\.%2[eE]|%2[eE]%2[eE])){0,4}",
+    ) {
+        let checked = bare(&scheme, &host)
+            .then(|| Url::parse(&format!("{scheme}://{host}{path}")).ok().map(String::from))
+            .flatten();
+        proptest::prop_assert_eq!(absolute(&scheme, &host, &path), checked);
+        let relative_checked = Url::parse(&format!("http://localhost{path}")).ok().map(|url| url.path().to_owned());
+        proptest::prop_assert_eq!(relative(&path), relative_checked);
     }
 }
 
@@ -401,6 +425,35 @@ fn hosts_as_front_doors_send_them_take_the_shortcut_and_others_do_not() {
         assert_eq!(plain("https", host, "/orders"), plain_host, "{host}");
     }
     assert!(!plain("ftp", "host", "/"), "only http and https");
+    for (scheme, host, path, url) in [
+        (
+            "https",
+            "api.example.com",
+            "/orders",
+            "https://api.example.com/orders",
+        ),
+        (
+            "https",
+            "api.example.com:443",
+            "/orders",
+            "https://api.example.com/orders",
+        ),
+        ("http", "localhost:80", "", "http://localhost/"),
+        ("http", "localhost:9000", "/a/%2e%2E/b", "http://localhost:9000/b"),
+        (
+            "https",
+            "API.example.com",
+            "/a b",
+            "https://api.example.com/a%20b",
+        ),
+        ("https", "127.1", "/", "https://127.0.0.1/"),
+    ] {
+        assert_eq!(
+            absolute(scheme, host, path).as_deref(),
+            Some(url),
+            "{scheme} {host} {path}"
+        );
+    }
     assert!(!plain("https", "host", "x"), "a path that does not end the host");
 }
 
