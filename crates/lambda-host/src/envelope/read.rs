@@ -206,7 +206,13 @@ pub(super) enum QueryStyle {
 /// Reads the top-level object once: a syntax error anywhere is the same
 /// error `serde_json` gives for the whole payload.
 pub(super) fn members(payload: &[u8]) -> Result<Members<'_>, serde_json::Error> {
-    serde_json::from_slice(payload)
+    // UTF-8 checked once for the whole payload rather than string by
+    // string; a payload that is not UTF-8 (no front door sends one) is
+    // read as bytes, to be refused where the byte-wise reading refuses it.
+    match std::str::from_utf8(payload) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(payload),
+    }
 }
 
 impl<'de> Deserialize<'de> for Members<'de> {
@@ -377,22 +383,24 @@ impl<'a> Headers<'a> {
 
 /// The names every front door adds that `http` has no constant for,
 /// shared rather than copied into each request.
-const ADDED_NAMES: [HeaderName; 4] = [
-    HeaderName::from_static("x-forwarded-for"),
-    HeaderName::from_static("x-forwarded-port"),
-    HeaderName::from_static("x-forwarded-proto"),
-    HeaderName::from_static("x-amzn-trace-id"),
-];
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
+const X_FORWARDED_PORT: HeaderName = HeaderName::from_static("x-forwarded-port");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
 fn header_name(name: &str) -> Read<HeaderName> {
     // `from_bytes` lowers the case: the same name.
-    if let Some(added) = ADDED_NAMES
-        .iter()
-        .find(|added| added.as_str().eq_ignore_ascii_case(name))
-    {
-        return Ok(added.clone());
+    let same = |added: HeaderName| added.as_str().eq_ignore_ascii_case(name).then_some(added);
+    let added = match name.len() {
+        15 => same(X_FORWARDED_FOR).or_else(|| same(X_AMZN_TRACE_ID)),
+        16 => same(X_FORWARDED_PORT),
+        17 => same(X_FORWARDED_PROTO),
+        _ => None,
+    };
+    match added {
+        Some(added) => Ok(added),
+        None => HeaderName::from_bytes(name.as_bytes()).map_err(|_| Refused),
     }
-    HeaderName::from_bytes(name.as_bytes()).map_err(|_| Refused)
 }
 
 fn header_value(value: &str) -> Read<HeaderValue> {
