@@ -644,3 +644,39 @@ proptest::proptest! {
         assert_decoded_as_before(event.to_string().as_bytes());
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// VPC Lattice's events (which the reference refused) with members
+    /// changed to any value: a request or a refusal, never a panic.
+    #[test]
+    fn a_changed_vpc_lattice_event_is_decoded_or_refused_without_a_panic(
+        v1 in proptest::bool::ANY,
+        changes in proptest::collection::vec(
+            (proptest::sample::select(MEMBERS), proptest::option::of(any_value()), 0..4_u8),
+            1..4,
+        ),
+    ) {
+        let file = if v1 { "vpc-lattice-v1.json" } else { "vpc-lattice-v2.json" };
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
+        let mut event: Value = serde_json::from_slice(&std::fs::read(path).expect("readable")).expect("JSON");
+        for (member, value, depth) in changes {
+            let target = match depth {
+                3 => event.get_mut(if v1 { "headers" } else { "requestContext" }),
+                _ => Some(&mut event),
+            };
+            let Some(Value::Object(target)) = target else { continue };
+            match value {
+                Some(value) => { target.insert(member.to_owned(), value); }
+                None => { target.remove(member); }
+            }
+        }
+
+        let decoded = decode(event.to_string().as_bytes());
+
+        if let Ok(decoded) = decoded {
+            proptest::prop_assert!(decoded.request.extensions().get::<Repairs>().is_some());
+        }
+    }
+}
