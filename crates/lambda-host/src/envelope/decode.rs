@@ -216,8 +216,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Re
     event.resource.string_or_null()?;
     let raw_path = event.path.text_or_null()?;
     let method = event.http_method.method()?.ok_or(Refused)?;
-    let single_headers = event.headers.map(false)?;
-    let multi_headers = event.multi_value_headers.map(false)?;
+    let (single_headers, multi_headers) = both_headers(event)?;
     let single_query = event.query_string_parameters.query(QueryStyle::Standard)?;
     let multi_query = event
         .multi_value_query_string_parameters
@@ -267,8 +266,7 @@ fn alb(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
     let raw_path = event.path.text_or_null()?;
     let single_query = event.query_string_parameters.query(QueryStyle::Map)?;
     let multi_query = event.multi_value_query_string_parameters.query(QueryStyle::Map)?;
-    let single_headers = event.headers.map(false)?;
-    let multi_headers = event.multi_value_headers.map(false)?;
+    let (single_headers, multi_headers) = both_headers(event)?;
     let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
     let body = event.body.text_or_null()?;
 
@@ -394,10 +392,22 @@ fn preferred(multi: QueryMap, single: QueryMap) -> QueryMap {
     if multi.is_empty() { single } else { multi }
 }
 
+/// The `headers` and `multiValueHeaders` maps; when one mirrors the
+/// other, the map once and an empty one to merge into it.
+fn both_headers(event: &Members<'_>) -> Read<(HeaderMap, HeaderMap)> {
+    if event.headers.mirrors(&event.multi_value_headers) {
+        return Ok((event.headers.map(false)?, HeaderMap::new()));
+    }
+    Ok((event.headers.map(false)?, event.multi_value_headers.map(false)?))
+}
+
 /// The multi-value headers, and the single-value ones over them: one map,
 /// as `lambda_http` makes it. [`MAX_HEADER_NAMES`] keeps it within what a
 /// `HeaderMap` holds.
 fn merged(mut multi: HeaderMap, single: HeaderMap) -> HeaderMap {
+    if multi.is_empty() {
+        return single;
+    }
     multi.extend(single);
     multi
 }

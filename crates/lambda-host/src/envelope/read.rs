@@ -338,6 +338,26 @@ impl<'a> Headers<'a> {
         self.repeated
     }
 
+    /// Whether `self`, a `headers` member, holds one by one the names and
+    /// values of `multi`, a `multiValueHeaders` member: then merging the
+    /// two maps gives the map of `self` (a name's last value, in the order
+    /// the names first came), and `multi`'s values, being the same, are
+    /// as valid. A REST API's events are so.
+    pub(super) fn mirrors(&self, multi: &Headers<'_>) -> bool {
+        let (HeadersValue::Object(single), HeadersValue::Object(multi)) = (&self.value, &multi.value) else {
+            return false;
+        };
+        single.len() == multi.len()
+            && single
+                .iter()
+                .zip(multi)
+                .all(|((name, item), (multi_name, multi_item))| {
+                    name == multi_name
+                        && matches!((item, multi_item), (HeaderItem::One(value), HeaderItem::Strings(values))
+                        if values.len() == 1 && values.first().is_some_and(|only| only == value))
+                })
+    }
+
     /// The header map `aws_lambda_events` builds of the member: a
     /// single value replaces the name's earlier ones, a list appends;
     /// `split` is VPC Lattice v1's comma-separated values.

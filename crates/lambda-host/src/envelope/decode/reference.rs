@@ -1,5 +1,6 @@
-//! Today's decoder before the event was read once: the reference the
-//! new one is held to (`tests.rs`), kept as it was.
+//! The decoder that read an event three times (a first pass, then each
+//! type tried), kept as it was: the reference the decoder is held to
+//! (`tests.rs`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -22,8 +23,8 @@ use super::Stage;
 
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
-/// [`decode`], with the stage as the environment asked: what the loop calls
-/// on every event.
+/// `decode_with` as it was: a first pass for the type and the header
+/// count, then each candidate type's own typed pass.
 pub(super) fn decode_with(payload: &[u8], stage: Stage) -> Result<Decoded, UnsupportedEvent> {
     let mut repairs = Repairs::default();
     let (mut request, origin) = match read(payload).map_err(UnsupportedEvent)? {

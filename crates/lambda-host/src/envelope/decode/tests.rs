@@ -551,6 +551,44 @@ fn refusals_and_repairs_are_as_before() {
     }
 }
 
+/// A REST API event whose two header members mirror each other is read
+/// once; one that does not, in any way, is merged as before.
+#[test]
+fn header_members_that_mirror_each_other_or_not_merge_as_before() {
+    let event = |single: &str, multi: &str| {
+        format!(
+            r#"{{"resource": "/items", "path": "/items", "httpMethod": "POST", "headers": {single}, "multiValueHeaders": {multi}, "requestContext": {{"stage": "prod", "resourcePath": "/items", "httpMethod": "POST", "path": "/prod/items", "domainName": "api.example.com"}}, "body": null, "isBase64Encoded": false}}"#
+        )
+    };
+    for (single, multi) in [
+        (
+            r#"{"Host": "a.example.com", "X-A": "1"}"#,
+            r#"{"Host": ["a.example.com"], "X-A": ["1"]}"#,
+        ),
+        (
+            r#"{"Host": "a.example.com", "host": "b.example.com"}"#,
+            r#"{"Host": ["a.example.com"], "host": ["b.example.com"]}"#,
+        ),
+        (
+            r#"{"X-A": "1", "x-a": "2", "X-B": "3"}"#,
+            r#"{"X-A": ["1"], "x-a": ["2"], "X-B": ["3"]}"#,
+        ),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["1", "2"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["1", "\u0001"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["2"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["1\u0001"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["1"], "X-B": ["\u0001"]}"#),
+        (r#"{"X-A": "1", "X-B": "2"}"#, r#"{"X-B": ["2"], "X-A": ["1"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"x-a": ["1"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": "1"}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": [[49]]}"#),
+        (r#"{"X-A": "1"}"#, "null"),
+        ("{}", "{}"),
+    ] {
+        assert_decoded_as_before(event(single, multi).as_bytes());
+    }
+}
+
 /// Any JSON value a hand-made event could hold in a member.
 fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
     use proptest::prelude::*;
