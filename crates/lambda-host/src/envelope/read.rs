@@ -164,31 +164,95 @@ impl<'a> Member<'a> {
         }
     }
 
-    /// A query map read by one of `query_map`'s deserializers.
+    /// A query map read by one of `query_map`'s deserializers, less the
+    /// names given an empty list of values: `QueryMap` panics when it
+    /// iterates over one (its `to_query_string`, which the URI is written
+    /// with), and no front door sends one.
     pub(super) fn query(self, style: QueryStyle) -> Read<QueryMap> {
         let Some(text) = self.text()? else {
             return Ok(QueryMap::default());
         };
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let read = match style {
-            QueryStyle::Standard => {
-                lambda_http::aws_lambda_events::query_map::serde::standard::deserialize_empty(
-                    &mut deserializer,
-                )
-            }
-            QueryStyle::HttpApi => {
-                lambda_http::aws_lambda_events::query_map::serde::aws_api_gateway_v2::deserialize_empty(
-                    &mut deserializer,
-                )
-            }
-            QueryStyle::Map => QueryMap::deserialize(&mut deserializer),
-        };
-        read.map_err(|_| Refused)
+        let map = query_map(text, style)?;
+        if !text.contains('[') {
+            return Ok(map);
+        }
+        match without_empty_lists(text) {
+            Some(text) => query_map(&text, style),
+            None => Ok(map),
+        }
     }
 
     /// Path parameters and stage variables.
     pub(super) fn string_map(self) -> Read<HashMap<String, String>> {
         self.nullish()
+    }
+}
+
+fn query_map(text: &str, style: QueryStyle) -> Read<QueryMap> {
+    use lambda_http::aws_lambda_events::query_map::serde::{aws_api_gateway_v2, standard};
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let read = match style {
+        QueryStyle::Standard => standard::deserialize_empty(&mut deserializer),
+        QueryStyle::HttpApi => aws_api_gateway_v2::deserialize_empty(&mut deserializer),
+        QueryStyle::Map => QueryMap::deserialize(&mut deserializer),
+    };
+    read.map_err(|_| Refused)
+}
+
+/// The query object without its members whose value is an empty list,
+/// or `None` if it has none.
+fn without_empty_lists(text: &str) -> Option<String> {
+    let members: Vec<(Cow<'_, str>, &RawValue)> = serde_json::from_str::<RawMembers<'_>>(text).ok()?.0;
+    let empty =
+        |raw: &RawValue| serde_json::from_str::<Vec<IgnoredAny>>(raw.get()).is_ok_and(|list| list.is_empty());
+    // A repeated name keeps its last value, as the map is read.
+    let mut last_empty = HashMap::new();
+    for (name, raw) in &members {
+        last_empty.insert(name.as_ref(), empty(raw));
+    }
+    if !last_empty.values().any(|empty| *empty) {
+        return None;
+    }
+    let mut kept = String::from("{");
+    for (name, raw) in members
+        .iter()
+        .filter(|(name, _)| last_empty.get(name.as_ref()) == Some(&false))
+    {
+        if kept.len() > 1 {
+            kept.push(',');
+        }
+        kept.push_str(&serde_json::to_string(name).ok()?);
+        kept.push(':');
+        kept.push_str(raw.get());
+    }
+    kept.push('}');
+    Some(kept)
+}
+
+/// An object's members in order, repeated names kept, values as raw text.
+struct RawMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for RawMembers<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(RawMembersVisitor)
+    }
+}
+
+struct RawMembersVisitor;
+
+impl<'de> Visitor<'de> for RawMembersVisitor {
+    type Value = RawMembers<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawMembers<'de>, A::Error> {
+        let mut members = Vec::new();
+        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
+            members.push((name, map.next_value::<&'de RawValue>()?));
+        }
+        Ok(RawMembers(members))
     }
 }
 
@@ -410,7 +474,9 @@ const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto
 
 fn header_name(name: &str) -> Read<HeaderName> {
     // `from_bytes` lowers the case: the same name.
-    let same = |added: HeaderName| added.as_str().eq_ignore_ascii_case(name).then_some(added);
+    let same = |added: HeaderName| {
+        (added.as_str() == name || added.as_str().eq_ignore_ascii_case(name)).then_some(added)
+    };
     let added = match name.len() {
         15 => same(X_FORWARDED_FOR).or_else(|| same(X_AMZN_TRACE_ID)),
         16 => same(X_FORWARDED_PORT),

@@ -488,7 +488,11 @@ fn with_query_sorted(mut parts: Value) -> Value {
 fn assert_decoded_as_before(payload: &[u8]) {
     for stage in [Stage::InPath, Stage::Ignored] {
         let decoded = decode_with(payload, stage);
-        let before = reference::decode_with(payload, stage);
+        // The reference panics on a query parameter given an empty list
+        // of values (`QueryMap` cannot write one): the decoder drops it.
+        let Ok(before) = std::panic::catch_unwind(|| reference::decode_with(payload, stage)) else {
+            continue;
+        };
         // The reference predates VPC Lattice: it refused every such event.
         if let (Ok(decoded), Err(_)) = (&decoded, &before)
             && decoded.origin == FrontDoor::VpcLattice
@@ -586,6 +590,35 @@ fn header_members_that_mirror_each_other_or_not_merge_as_before() {
         ("{}", "{}"),
     ] {
         assert_decoded_as_before(event(single, multi).as_bytes());
+    }
+}
+
+/// A query parameter given an empty list of values, which `QueryMap`
+/// panics on when it writes the query, is dropped, at any front door.
+#[test]
+fn a_query_parameter_with_an_empty_list_of_values_is_dropped_not_a_panic() {
+    let context = r#"{"stage": "prod", "resourcePath": "/items", "httpMethod": "POST", "domainName": "api.example.com"}"#;
+    for (case, event, uri) in [
+        (
+            "REST API",
+            format!(r#"{{"path": "/items", "httpMethod": "POST", "multiValueQueryStringParameters": {{"a": [], "b": ["1"], "c": ["2"], "c": []}}, "requestContext": {context}}}"#),
+            "https://api.example.com/prod/items?b=1",
+        ),
+        (
+            "ALB",
+            r#"{"path": "/items", "httpMethod": "GET", "queryStringParameters": {"a": [], "b": "1"}, "requestContext": {"elb": {}}}"#.to_owned(),
+            "/items?b=1",
+        ),
+        (
+            "VPC Lattice",
+            r#"{"path": "/items", "method": "GET", "queryStringParameters": {"a": [], "b": ["1"]}, "requestContext": {"serviceNetworkArn": "", "serviceArn": "", "targetGroupArn": "", "region": "", "timeEpoch": ""}}"#.to_owned(),
+            "/items?b=1",
+        ),
+    ] {
+        let decoded = decode(event.as_bytes()).unwrap_or_else(|err| panic!("{case}: {err}"));
+        assert_eq!(decoded.request.uri().to_string(), uri, "{case}");
+        let parameters = decoded.request.query_string_parameters_ref().expect("parameters");
+        assert_eq!(parameters.all("a"), None, "{case}");
     }
 }
 
