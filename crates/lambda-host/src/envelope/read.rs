@@ -173,7 +173,7 @@ impl<'a> Member<'a> {
             return Ok(QueryMap::default());
         };
         let map = query_map(text, style)?;
-        if !text.contains('[') {
+        if !may_have_an_empty_list(text) {
             return Ok(map);
         }
         match without_empty_lists(text) {
@@ -197,6 +197,14 @@ fn query_map(text: &str, style: QueryStyle) -> Read<QueryMap> {
         QueryStyle::Map => QueryMap::deserialize(&mut deserializer),
     };
     read.map_err(|_| Refused)
+}
+
+/// Whether `[`, blanks and `]` follow each other somewhere (in a string
+/// too: then the exact reading finds no empty list).
+fn may_have_an_empty_list(text: &str) -> bool {
+    text.split('[')
+        .skip(1)
+        .any(|after| after.trim_start_matches([' ', '\t', '\n', '\r']).starts_with(']'))
 }
 
 /// The query object without its members whose value is an empty list,

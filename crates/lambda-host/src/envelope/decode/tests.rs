@@ -601,7 +601,7 @@ fn a_query_parameter_with_an_empty_list_of_values_is_dropped_not_a_panic() {
     for (case, event, uri) in [
         (
             "REST API",
-            format!(r#"{{"path": "/items", "httpMethod": "POST", "multiValueQueryStringParameters": {{"a": [], "b": ["1"], "c": ["2"], "c": []}}, "requestContext": {context}}}"#),
+            format!(r#"{{"path": "/items", "httpMethod": "POST", "multiValueQueryStringParameters": {{"a": [ ], "b": ["1"], "c": ["2"], "c": [{blank}]}}, "requestContext": {context}}}"#, blank = "\n\t "),
             "https://api.example.com/prod/items?b=1",
         ),
         (
