@@ -2,7 +2,7 @@
 //! the function is a `tower::Service` of `lambda_http::Request`s (an axum
 //! `Router`, a `service_fn`, a `ServiceBuilder` stack), whatever front door
 //! sent the event (API Gateway REST and HTTP APIs, Application Load
-//! Balancers, function URLs). A function that runs with
+//! Balancers, function URLs, VPC Lattice). A function that runs with
 //! `lambda_http::run(service).await` runs here with
 //! `lambda_host::run(service).await`, with the same bounds, and
 //! `run_concurrent` likewise. A function that installs

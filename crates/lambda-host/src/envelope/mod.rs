@@ -18,12 +18,14 @@ use std::fmt;
 
 use lambda_http::aws_lambda_events::alb::AlbTargetGroupResponse;
 use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
+use lambda_http::aws_lambda_events::vpc_lattice::VpcLatticeResponse;
 use lambda_http::http::header::SET_COOKIE;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 
 mod decode;
 mod irregular;
+mod read;
 
 pub use self::decode::decode;
 pub(crate) use self::decode::{Stage, decode_with};
@@ -67,6 +69,8 @@ pub enum FrontDoor {
     HttpApi,
     /// Application Load Balancer: both header forms, and a status line.
     Alb,
+    /// VPC Lattice (payloads 1.0 and 2.0): one value per header name.
+    VpcLattice,
 }
 
 /// A request ready for the handler, and where it came from: what a
@@ -233,6 +237,14 @@ pub fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
             ));
             answer.headers = headers.clone();
             answer.multi_value_headers = headers;
+            answer.body = Some(body);
+            answer.is_base64_encoded = is_base64_encoded;
+            to_json(&answer)
+        }
+        FrontDoor::VpcLattice => {
+            let mut answer = VpcLatticeResponse::default();
+            answer.status_code = parts.status.as_u16();
+            answer.headers = headers;
             answer.body = Some(body);
             answer.is_base64_encoded = is_base64_encoded;
             to_json(&answer)
