@@ -13,7 +13,7 @@ use lambda_http::{Body, Response};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::request_parts::request_parts;
+use lambda_host::test_util::request_parts;
 
 fn decode(event: &str) -> Decoded {
     envelope::decode(event.as_bytes()).unwrap_or_else(|err| panic!("{err}: {event}"))

@@ -12,7 +12,6 @@
 mod examples;
 mod front_doors;
 mod invocations;
-mod request_parts;
 mod services;
 
 use lambda_host::test_util::runtime_api as runtime_fake;

@@ -462,7 +462,7 @@ fn hosts_as_front_doors_send_them_take_the_shortcut_and_others_do_not() {
 fn outcome(decoded: Result<Decoded, UnsupportedEvent>) -> Value {
     match decoded {
         Ok(decoded) => json!({
-            "request": with_query_sorted(crate::test_util::front_doors::request_parts(&decoded.request)),
+            "request": with_query_sorted(crate::test_util::request_parts(&decoded.request)),
             "repairs": format!("{:?}", decoded.request.extensions().get::<Repairs>()),
             "api_path": decoded.request.extensions().get::<ApiPath>().map(ApiPath::as_str),
             "origin": format!("{:?}", decoded.origin),

@@ -1,5 +1,6 @@
-//! A request as one JSON value, for the tests that compare the host's
-//! decoding of a front door's event with `lambda_http`'s.
+//! A request as one JSON value, for tests that compare the host's decoding
+//! of a front door's event with `lambda_http`'s: the host's own, and a
+//! function's over its sample events.
 
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::{Request, RequestExt};
@@ -7,7 +8,7 @@ use serde_json::{Value, json};
 
 /// The parts of a request anything downstream can read, as one value, so
 /// that a difference shows which part differs.
-pub(crate) fn request_parts(request: &Request) -> Value {
+pub fn request_parts(request: &Request) -> Value {
     json!({
         "method": request.method().as_str(),
         "uri": request.uri().to_string(),
