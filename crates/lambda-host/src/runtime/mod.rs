@@ -40,6 +40,9 @@ use crate::envelope::Stage;
 use crate::{logging, trace};
 
 mod api;
+// Served from the loop once it takes a streaming function (issue 43).
+#[allow(dead_code)]
+mod stream;
 mod worker;
 
 /// One execution environment's link to Lambda: where its Runtime API is,
