@@ -104,6 +104,8 @@ pub(crate) struct LambdaEnv {
     pub log_json: bool,
     /// `AWS_LAMBDA_LOG_LEVEL`, as set.
     pub log_level: Option<String>,
+    /// `RUST_LOG`, as set: the logs' directives when Lambda sets no level.
+    pub rust_log: Option<String>,
     /// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set (to anything), as
     /// `lambda_http` reads it: a REST API's stage stays out of the URI.
     pub ignore_stage_in_path: bool,
@@ -124,6 +126,7 @@ impl LambdaEnv {
             concurrency: Concurrency::from_env(),
             log_json: get("AWS_LAMBDA_LOG_FORMAT").is_some_and(|format| format.eq_ignore_ascii_case("json")),
             log_level: get("AWS_LAMBDA_LOG_LEVEL"),
+            rust_log: get("RUST_LOG"),
             ignore_stage_in_path: std::env::var_os(IGNORE_STAGE_IN_PATH).is_some(),
             trace: TraceEnv {
                 daemon_address: get(DAEMON_ADDRESS).filter(|value| !value.trim().is_empty()),

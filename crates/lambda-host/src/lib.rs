@@ -4,14 +4,18 @@
 //! sent the event (API Gateway REST and HTTP APIs, Application Load
 //! Balancers, function URLs). A function that runs with
 //! `lambda_http::run(service).await` runs here with
-//! `lambda_host::run(service).await`.
+//! `lambda_host::run(service).await`, with the same bounds, and
+//! `run_concurrent` likewise. A function that installs
+//! `lambda_http::tracing::init_default_subscriber()` first has its own spans
+//! traced once that line reads `lambda_host::logging::init_default_subscriber()`.
 //!
 //! What it adds to `lambda_http::run`, for a function that must not lose
 //! an answer or a process:
 //! - an invocation loop that keeps a warm process's memory flat, serves
-//!   Lambda Managed Instances' concurrent invocations (any `Clone` service,
-//!   an axum `Router` among them), and contains every fault (a panic, an
-//!   `Err`) to the invocation it hits ([`Lambda::serve`]);
+//!   Lambda Managed Instances' concurrent invocations (any service together
+//!   on one task, [`run`]; a `Clone` one, an axum `Router` among them,
+//!   across the vCPUs, [`run_concurrent`]), and contains every fault (a
+//!   panic, an `Err`) to the invocation it hits ([`Lambda::serve`]);
 //! - front-door events decoded without the panics of `lambda_http`'s own
 //!   conversion ([`envelope`]), and the path the client asked of the API,
 //!   without stage or mapping key ([`ApiPath`]);
@@ -21,8 +25,8 @@
 //! - OpenTelemetry traces as ADOT sends them on Lambda, with nothing to
 //!   set up: the SERVER span of each sampled invocation, a CLIENT span per
 //!   AWS SDK call, and the function's own `tracing` spans ([`trace`]);
-//! - Lambda's logging controls, without ever writing a raw event
-//!   ([`logging`]), and the AWS SDK's configuration built as a cold start
+//! - Lambda's logging controls and `RUST_LOG`, as `lambda_http` reads them,
+//!   never writing a raw event ([`logging`]), and the AWS SDK's configuration built as a cold start
 //!   wants it ([`sdk`]).
 //!
 //! It knows nothing of the function it hosts. A whole function:
@@ -47,4 +51,8 @@ pub mod test_util;
 
 pub use self::env::{Concurrency, StartError};
 pub use self::envelope::ApiPath;
-pub use self::runtime::{Lambda, run, spawn, start};
+pub use self::runtime::{Lambda, run, run_concurrent, spawn, start};
+/// The `lambda_http` the host is built on: its `Request`, `Response`,
+/// `Body`, `service_fn`, `tracing` and `tower`, one version of them for the
+/// function and the host.
+pub use lambda_http;

@@ -1,9 +1,10 @@
 //! Log setup: Lambda's advanced logging controls (`AWS_LAMBDA_LOG_FORMAT`,
-//! `AWS_LAMBDA_LOG_LEVEL`), plus one guarantee the runtime's default setup
-//! does not give: the raw event, which carries the `Authorization` header,
-//! is never written, whatever the level.
+//! `AWS_LAMBDA_LOG_LEVEL`) and, when Lambda sets no level, `RUST_LOG`, as
+//! `lambda_http`'s default subscriber reads them, with the host's trace
+//! layer on. The host never writes an invocation's raw event.
 
 use lambda_http::tracing::Subscriber;
+use lambda_http::tracing::subscriber::filter::Directive;
 use lambda_http::tracing::subscriber::filter::{EnvFilter, LevelFilter};
 use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::tracing::subscriber::layer::SubscriberExt as _;
@@ -13,23 +14,29 @@ use lambda_http::tracing::subscriber::{self, fmt};
 
 use crate::env::LambdaEnv;
 
-/// `lambda_runtime` logs every raw invocation payload at TRACE under this
-/// target; we cap it at DEBUG so a bearer token can never reach the logs.
-const RAW_EVENT_TARGET: &str = "lambda_runtime::layers::api_response";
+/// Installs the subscriber that [`crate::run`] installs, for a `main` that
+/// logs before it calls `run`: where an example of `lambda_http` calls
+/// `lambda_http::tracing::init_default_subscriber()`. It reads the same
+/// variables, writes the same lines, and adds the trace's
+/// [`crate::trace::layer`], so that the function's `tracing` spans reach
+/// its traces. A subscriber installed already is kept.
+pub fn init_default_subscriber() {
+    init(&LambdaEnv::read());
+}
 
 /// Installs the host's subscriber as the global one, with the trace's
 /// [`crate::trace::layer`] on it, unless the function installed its own
 /// first (which is then kept as it is: a library never panics because a
-/// subscriber is there; the function adds the layer to its own).
+/// subscriber is there).
 pub(crate) fn init(env: &LambdaEnv) {
-    let level = env.log_level.as_deref();
+    let filter = filter(env.log_level.as_deref(), env.rust_log.as_deref());
     // `try_init` fails only when a subscriber is installed already.
     let _ = if env.log_json {
-        json_subscriber(level, std::io::stdout)
+        json_with(filter, std::io::stdout)
             .with(crate::trace::layer())
             .try_init()
     } else {
-        builder(level, std::io::stdout)
+        builder(filter, std::io::stdout)
             .finish()
             .with(crate::trace::layer())
             .try_init()
@@ -53,7 +60,17 @@ pub fn json_subscriber<W>(
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
-    builder(level, writer)
+    json_with(filter(level, None), writer)
+}
+
+fn json_with<W>(
+    filter: EnvFilter,
+    writer: W,
+) -> impl Subscriber + for<'span> LookupSpan<'span> + Send + Sync + 'static
+where
+    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
+{
+    builder(filter, writer)
         .json()
         .flatten_event(true)
         .with_current_span(true)
@@ -68,7 +85,7 @@ type Builder<W> = fmt::SubscriberBuilder<
     W,
 >;
 
-fn builder<W>(level: Option<&str>, writer: W) -> Builder<W>
+fn builder<W>(filter: EnvFilter, writer: W) -> Builder<W>
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
@@ -76,7 +93,7 @@ where
         .with_target(false)
         // Lambda timestamps every line itself.
         .without_time()
-        .with_env_filter(filter(level))
+        .with_env_filter(filter)
         .with_writer(writer)
 }
 
@@ -91,11 +108,26 @@ pub(crate) fn level(level: Option<&str>) -> LevelFilter {
     }
 }
 
-/// [`level`], with the raw-event target capped at DEBUG.
-fn filter(level: Option<&str>) -> EnvFilter {
-    let level = self::level(level);
-    let capped = level.min(LevelFilter::DEBUG);
-    EnvFilter::builder().parse_lossy(format!("{level},{RAW_EVENT_TARGET}={capped}"))
+/// `AWS_LAMBDA_LOG_LEVEL` when Lambda sets it, else `RUST_LOG`'s
+/// directives (`info`, `my_function=debug,warn`, …; any that cannot be
+/// read are left out, `INFO` when none is left), else `INFO`: the order of
+/// `lambda_http`'s default subscriber, except that Lambda's level is not
+/// overridden by `RUST_LOG` there.
+fn filter(level: Option<&str>, rust_log: Option<&str>) -> EnvFilter {
+    let builder = EnvFilter::builder().with_default_directive(Directive::from(LevelFilter::INFO));
+    match (level, rust_log) {
+        (Some(level), _) => builder.parse_lossy(self::level(Some(level)).to_string()),
+        (None, Some(directives)) => builder.parse_lossy(directives),
+        (None, None) => builder.parse_lossy(""),
+    }
+}
+
+/// The most verbose level the logs let through, at any target: the level
+/// of the `tracing` spans that reach a trace.
+pub(crate) fn max_level(env: &LambdaEnv) -> LevelFilter {
+    filter(env.log_level.as_deref(), env.rust_log.as_deref())
+        .max_level_hint()
+        .unwrap_or(LevelFilter::TRACE)
 }
 
 #[cfg(test)]
@@ -126,22 +158,14 @@ mod tests {
     }
 
     fn logged(level: Option<&str>, emit: impl FnOnce()) -> String {
-        let capture = Capture::default();
-        let subscriber = json_subscriber(level, capture.clone());
-        tracing::dispatcher::with_default(&tracing::Dispatch::new(subscriber), emit);
-        String::from_utf8(capture.0.lock().unwrap().clone()).unwrap()
+        logged_with(level, None, emit)
     }
 
-    #[test]
-    fn the_raw_event_is_never_logged_even_at_trace_level() {
-        let output = logged(Some("TRACE"), || {
-            tracing::trace!(target: "lambda_runtime::layers::api_response", body = "Bearer s3cret", "raw JSON event");
-            tracing::debug!(target: "lambda_runtime::layers::api_response", "kept at debug");
-            tracing::trace!(target: "my_function", "other trace lines still flow");
-        });
-        assert!(!output.contains("s3cret"), "{output}");
-        assert!(output.contains("kept at debug"), "{output}");
-        assert!(output.contains("other trace lines still flow"), "{output}");
+    fn logged_with(level: Option<&str>, rust_log: Option<&str>, emit: impl FnOnce()) -> String {
+        let capture = Capture::default();
+        let subscriber = json_with(filter(level, rust_log), capture.clone());
+        tracing::dispatcher::with_default(&tracing::Dispatch::new(subscriber), emit);
+        String::from_utf8(capture.0.lock().unwrap().clone()).unwrap()
     }
 
     #[test]
@@ -167,6 +191,46 @@ mod tests {
         assert!(
             unreadable.contains("an info line") && !unreadable.contains("a debug line"),
             "{unreadable}"
+        );
+    }
+
+    #[test]
+    fn rust_log_sets_the_directives_when_lambda_sets_no_level() {
+        let emit = || {
+            tracing::debug!(target: "orders", "a debug line of orders");
+            tracing::debug!(target: "billing", "a debug line of billing");
+            tracing::info!(target: "billing", "an info line of billing");
+        };
+        let directives = logged_with(None, Some("orders=debug,info"), emit);
+        assert!(directives.contains("a debug line of orders"), "{directives}");
+        assert!(!directives.contains("a debug line of billing"), "{directives}");
+        assert!(directives.contains("an info line of billing"), "{directives}");
+
+        let lambda_first = logged_with(Some("INFO"), Some("debug"), emit);
+        assert!(
+            !lambda_first.contains("a debug line") && lambda_first.contains("an info line"),
+            "AWS_LAMBDA_LOG_LEVEL wins: {lambda_first}"
+        );
+
+        let unreadable = logged_with(None, Some("=loud="), emit);
+        assert!(
+            unreadable.contains("an info line") && !unreadable.contains("a debug line"),
+            "INFO when no directive can be read: {unreadable}"
+        );
+    }
+
+    #[test]
+    fn the_traced_level_is_the_most_verbose_the_logs_let_through() {
+        let env = |level: Option<&str>, rust_log: Option<&str>| LambdaEnv {
+            log_level: level.map(str::to_owned),
+            rust_log: rust_log.map(str::to_owned),
+            ..LambdaEnv::read()
+        };
+        assert_eq!(max_level(&env(None, None)), LevelFilter::INFO);
+        assert_eq!(max_level(&env(Some("WARN"), Some("trace"))), LevelFilter::WARN);
+        assert_eq!(
+            max_level(&env(None, Some("orders=debug,warn"))),
+            LevelFilter::DEBUG
         );
     }
 }

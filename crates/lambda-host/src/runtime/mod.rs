@@ -25,16 +25,18 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use lambda_http::http::Uri;
 use lambda_http::lambda_runtime::{Config as FunctionConfig, Diagnostic};
 use lambda_http::tower::Service;
 use lambda_http::{Error, IntoResponse, Request, tracing};
-use tokio::sync::watch;
+use tokio::sync::{Mutex, watch};
 use tokio::task::JoinSet;
 
 pub(crate) use self::api::RuntimeApi;
-use self::worker::Shared;
 pub use self::worker::spawn;
+use self::worker::{Lent, Own, Shared};
 use crate::env::{Concurrency, LambdaEnv, StartError};
 use crate::envelope::Stage;
 use crate::{logging, trace};
@@ -109,10 +111,12 @@ impl Lambda {
     }
 
     /// Serves invocations with `service` until the Runtime API fails for
-    /// good. Each worker is a task of its own with its own clone of the
-    /// service, one on classic Lambda, so that a multi-threaded runtime
-    /// spreads several over its threads, and an invocation's polls start
-    /// at its worker rather than pass through this function.
+    /// good, as [`run`] does: any `tower::Service` of requests, one that
+    /// borrows from `main` or is not `Clone` among them. On Managed
+    /// Instances its invocations are served together on the calling task,
+    /// each holding the service for `ready` and `call` only: as many at once
+    /// as Lambda sends, on one thread. [`Lambda::serve_concurrent`] spreads
+    /// a `Clone + Send + 'static` service over the runtime's threads.
     ///
     /// When one worker cannot reach the Runtime API any more (after about
     /// 0.8 s of retries), every worker stops taking invocations, those in
@@ -128,11 +132,71 @@ impl Lambda {
     /// (Managed Instances) nothing is frozen and it is not awaited.
     pub async fn serve<S, R, E>(self, service: S) -> Result<(), Error>
     where
+        S: Service<Request, Response = R, Error = E>,
+        R: IntoResponse,
+        E: Debug + Into<Diagnostic>,
+    {
+        let (shared, concurrency) = self.into_shared();
+        let vcpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        if concurrency.is_concurrent() && vcpus > 1 {
+            tracing::info!(
+                invocations = concurrency.get(),
+                vcpus,
+                "serving every invocation on one thread, as `run` serves a service that may borrow from `main`: `lambda_host::run_concurrent` spreads a `Clone + Send + 'static` service over the vCPUs"
+            );
+        }
+        let service = Mutex::new(service);
+        let (stop, stopped) = watch::channel(false);
+        let settle = !concurrency.is_concurrent();
+        let mut workers: FuturesUnordered<_> = (0..concurrency.get())
+            .map(|_| worker::serve(shared.clone(), Lent(&service), settle, stopped.clone()))
+            .collect();
+        tracing::debug!(workers = concurrency.get(), "serving invocations on one task");
+        let mut ended = Ended::default();
+        while let Some(result) = workers.next().await {
+            ended.record(result, &stop);
+        }
+        ended.cause()
+    }
+
+    /// Serves invocations with `service` as [`Lambda::serve`] does, each
+    /// worker a task of its own with its own clone of the service: on
+    /// Managed Instances, a multi-threaded runtime spreads them over its
+    /// threads. One on classic Lambda, so that an invocation's polls start
+    /// at its worker rather than pass through this function.
+    pub async fn serve_concurrent<S, R, E>(self, service: S) -> Result<(), Error>
+    where
         S: Service<Request, Response = R, Error = E> + Clone + Send + 'static,
         S::Future: Send + 'static,
         R: IntoResponse + Send + 'static,
         E: Debug + Into<Diagnostic> + Send + 'static,
     {
+        let (shared, concurrency) = self.into_shared();
+        let (stop, stopped) = watch::channel(false);
+        let settle = !concurrency.is_concurrent();
+        let mut workers = JoinSet::new();
+        for _ in 0..concurrency.get() {
+            workers.spawn(worker::serve(
+                shared.clone(),
+                Own(service.clone()),
+                settle,
+                stopped.clone(),
+            ));
+        }
+        tracing::debug!(workers = concurrency.get(), "serving invocations");
+        let mut ended = Ended::default();
+        while let Some(result) = workers.join_next().await {
+            // Everything a worker runs for an invocation is inside its
+            // guard; a join error is the loop's own code failing.
+            ended.record(
+                result.unwrap_or_else(|join| Err(format!("a worker stopped: {join}").into())),
+                &stop,
+            );
+        }
+        ended.cause()
+    }
+
+    fn into_shared(self) -> (Arc<Shared>, Concurrency) {
         let Self {
             api,
             function,
@@ -146,46 +210,46 @@ impl Lambda {
             stage,
             cold: AtomicBool::new(true),
         });
-        let (stop, stopped) = watch::channel(false);
-        let settle = !concurrency.is_concurrent();
-        let mut workers = JoinSet::new();
-        for _ in 0..concurrency.get() {
-            workers.spawn(worker::serve(
-                shared.clone(),
-                service.clone(),
-                settle,
-                stopped.clone(),
-            ));
+        (shared, concurrency)
+    }
+}
+
+/// How the workers ended: the first cause, on which the others were told
+/// to stop.
+#[derive(Default)]
+struct Ended {
+    first: Option<Error>,
+}
+
+impl Ended {
+    fn record(&mut self, result: Result<(), Error>, stop: &watch::Sender<bool>) {
+        if let Err(cause) = result
+            && self.first.is_none()
+        {
+            tracing::error!(cause = %cause, "a worker cannot serve on; finishing the invocations in flight, then exiting");
+            stop.send_replace(true);
+            self.first = Some(cause);
         }
-        tracing::debug!(workers = concurrency.get(), "serving invocations");
-        let mut first = None;
-        while let Some(ended) = workers.join_next().await {
-            let cause: Error = match ended {
-                Ok(Ok(())) => continue,
-                Ok(Err(cause)) => cause,
-                // Everything a worker runs for an invocation is inside its
-                // guard; this is the loop's own code failing.
-                Err(join) => format!("a worker stopped: {join}").into(),
-            };
-            if first.is_none() {
-                tracing::error!(cause = %cause, "a worker cannot serve on; finishing the invocations in flight, then exiting");
-                stop.send_replace(true);
-                first = Some(cause);
-            }
-        }
-        Err(first.unwrap_or_else(|| "no worker was started".into()))
+    }
+
+    fn cause(self) -> Result<(), Error> {
+        Err(self.first.unwrap_or_else(|| "no worker was started".into()))
     }
 }
 
 /// Serves the function's `service` on Lambda until the Runtime API fails
-/// for good: what `lambda_http::run(service).await` (or `run_concurrent`)
-/// does, in a function's own `#[tokio::main]`, with the host's guarantees.
+/// for good: what `lambda_http::run(service).await` does, with the same
+/// bounds, in a function's own `#[tokio::main]`, with the host's
+/// guarantees.
 ///
 /// It reads Lambda's environment, installs the host's log subscriber
 /// unless the function installed one first, starts the traces when
 /// Lambda asks for them, and serves one invocation at a time, or
-/// `AWS_LAMBDA_MAX_CONCURRENCY` at once on Managed Instances, each worker
-/// with its own clone of the service. The service's response may be
+/// `AWS_LAMBDA_MAX_CONCURRENCY` at once on Managed Instances. The service
+/// may borrow from `main` and need not be `Clone`: on Managed Instances
+/// its invocations run together on the calling task, on one thread
+/// ([`Lambda::serve`]); [`run_concurrent`] spreads a `Clone + Send +
+/// 'static` service over the vCPUs. The service's response may be
 /// anything `lambda_http` turns into one (an axum `Response` included);
 /// an `Err` fails that invocation, as it does under `lambda_http`.
 ///
@@ -194,23 +258,66 @@ impl Lambda {
 ///
 /// #[tokio::main]
 /// async fn main() -> Result<(), Error> {
-///     lambda_host::run(service_fn(|request: Request| async move {
-///         Ok::<_, Error>(Response::new(Body::from(request.uri().path().to_owned())))
+///     let greeting = String::from("hello from");
+///     lambda_host::run(service_fn(|request: Request| {
+///         let greeting = &greeting;
+///         async move {
+///             let path = request.uri().path();
+///             Ok::<_, Error>(Response::new(Body::from(format!("{greeting} {path}"))))
+///         }
 ///     }))
 ///     .await
 /// }
 /// ```
 pub async fn run<S, R, E>(service: S) -> Result<(), Error>
 where
+    S: Service<Request, Response = R, Error = E>,
+    R: IntoResponse,
+    E: Debug + Into<Diagnostic>,
+{
+    Box::pin(prepare()?.serve(service)).await
+}
+
+/// Serves the function's `service` on Lambda as [`run`] does, with
+/// `AWS_LAMBDA_MAX_CONCURRENCY` workers on Managed Instances, each a task
+/// with its own clone of the service, spread over the runtime's threads:
+/// what `lambda_http::run_concurrent` does, for any response `lambda_http`
+/// converts (an axum `Router` among them, whose response is not `Sync`).
+pub async fn run_concurrent<S, R, E>(service: S) -> Result<(), Error>
+where
     S: Service<Request, Response = R, Error = E> + Clone + Send + 'static,
     S::Future: Send + 'static,
     R: IntoResponse + Send + 'static,
     E: Debug + Into<Diagnostic> + Send + 'static,
 {
+    Box::pin(prepare()?.serve_concurrent(service)).await
+}
+
+/// What [`run`] and [`run_concurrent`] do before they serve: Lambda's
+/// environment, the logs, the traces, and what a function author should
+/// know of the build and the subscriber.
+fn prepare() -> Result<Lambda, StartError> {
     let env = LambdaEnv::read();
     logging::init(&env);
     start_tracing(&env);
-    Lambda::of(&env)?.serve(service).await
+    if env.trace.daemon_address.is_some() && !trace::recording() {
+        tracing::warn!(
+            "the function installed its own tracing subscriber, without the host's trace layer: its spans are not traced. Replace `lambda_http::tracing::init_default_subscriber()` with `lambda_host::logging::init_default_subscriber()`, or add `lambda_host::trace::layer()` to the subscriber"
+        );
+    }
+    warn_if_panics_abort();
+    Lambda::of(&env)
+}
+
+/// A build whose panics abort loses the process, not one invocation, to a
+/// panic; `cargo lambda build` makes such a build when the profile says
+/// nothing.
+fn warn_if_panics_abort() {
+    if cfg!(panic = "abort") {
+        tracing::warn!(
+            "this build aborts on a panic, so a panic ends the process and every invocation in flight: set `panic = \"unwind\"` in Cargo.toml's `[profile.release]` (`cargo lambda build` sets abort when the profile says nothing)"
+        );
+    }
 }
 
 /// Runs a function on Lambda; the whole of a `main`.
@@ -278,7 +385,8 @@ where
             Ok(service) => service,
             Err(err) => return refuse_to_start(Some(&lambda), &err).await,
         };
-        match Box::pin(lambda.serve(service)).await {
+        warn_if_panics_abort();
+        match Box::pin(lambda.serve_concurrent(service)).await {
             // As a `main` that returns the error writes it.
             Err(err) => eprintln!("Error: {err:?}"),
             Ok(()) => eprintln!("Error: the invocation loop ended"),
@@ -291,7 +399,7 @@ where
 /// spans at the logs' level.
 fn start_tracing(env: &LambdaEnv) {
     trace::init(&trace::TraceEnv {
-        log_level: Some(logging::level(env.log_level.as_deref())),
+        log_level: Some(logging::max_level(env)),
         ..env.trace.clone()
     });
 }

@@ -2,6 +2,11 @@
 //! its trace scope and its deadline, and answers; and the work a request
 //! starts behind its answer ([`spawn`]), which a classic Lambda worker waits
 //! for before it takes the next invocation.
+//!
+//! A worker calls the function's service through [`Call`]: its own clone
+//! ([`Own`], a task per worker, for `run_concurrent`), or one service lent
+//! to every worker of a task in turn ([`Lent`], for `run`, whose service
+//! may borrow from `main` and need not be `Clone`).
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -10,18 +15,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use futures_util::FutureExt;
-use lambda_http::http::HeaderMap;
+use lambda_http::http::{HeaderMap, HeaderName, HeaderValue};
 use lambda_http::lambda_runtime::{Config as FunctionConfig, Context, Diagnostic};
 use lambda_http::tower::{Service, ServiceExt};
 use lambda_http::tracing::{self, Instrument};
 use lambda_http::{Body, Error, IntoResponse, Request, RequestExt, Response};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Mutex, Notify, watch};
 use tokio::task::JoinHandle;
 
 use super::api::{DEADLINE_MS, INVOCATION_ID, REQUEST_ID, RuntimeApi, TENANT_ID, TRACE_ID};
 use crate::deadline::{self, BACKSTOP_MARGIN};
 use crate::envelope::{self, ApiPath, Stage};
 use crate::trace;
+
+const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
 
 /// What every worker of a process shares.
 #[derive(Debug)]
@@ -33,21 +40,79 @@ pub(super) struct Shared {
     pub(super) cold: AtomicBool,
 }
 
-/// One worker: `next`, the service, the answer, until a Runtime API call
-/// fails for good (its cause) or another worker's did (`Ok`, once this
-/// worker's invocation in flight, if any, is answered). With `settle`, the
-/// work spawned behind each answer ([`spawn`]) is awaited after it.
-pub(super) async fn serve<S, R, E>(
-    shared: Arc<Shared>,
-    mut service: S,
-    settle: bool,
-    mut stopped: watch::Receiver<bool>,
-) -> Result<(), Error>
+/// How a worker calls the function's service.
+pub(super) trait Call {
+    /// The service's response.
+    type Response;
+    /// The service's error, which fails the invocation.
+    type Error: Debug + Into<Diagnostic>;
+
+    /// `ready`, then `call`: the service's answer to `request`.
+    fn call(&mut self, request: Request) -> impl Future<Output = Result<Self::Response, Self::Error>>;
+
+    /// The answer as a `Response<Body>`.
+    fn respond(response: Self::Response) -> impl Future<Output = Response<Body>>;
+}
+
+/// A worker's own service.
+pub(super) struct Own<S>(pub(super) S);
+
+impl<S, R, E> Call for Own<S>
 where
     S: Service<Request, Response = R, Error = E>,
     R: IntoResponse + 'static,
     E: Debug + Into<Diagnostic>,
 {
+    type Response = R;
+    type Error = E;
+
+    async fn call(&mut self, request: Request) -> Result<R, E> {
+        self.0.ready().await?.call(request).await
+    }
+
+    async fn respond(response: R) -> Response<Body> {
+        into_response(response).await
+    }
+}
+
+/// One service shared by the workers of a task: each holds it for `ready`
+/// and `call` only, so that the futures it returns run together. The lock
+/// is a queue: a service not ready holds back the others, as it would a
+/// `tower` caller.
+pub(super) struct Lent<'s, S>(pub(super) &'s Mutex<S>);
+
+impl<S, R, E> Call for Lent<'_, S>
+where
+    S: Service<Request, Response = R, Error = E>,
+    R: IntoResponse,
+    E: Debug + Into<Diagnostic>,
+{
+    type Response = R;
+    type Error = E;
+
+    async fn call(&mut self, request: Request) -> Result<R, E> {
+        let called = {
+            let mut service = self.0.lock().await;
+            service.ready().await?.call(request)
+        };
+        called.await
+    }
+
+    async fn respond(response: R) -> Response<Body> {
+        response.into_response().await
+    }
+}
+
+/// One worker: `next`, the service, the answer, until a Runtime API call
+/// fails for good (its cause) or another worker's did (`Ok`, once this
+/// worker's invocation in flight, if any, is answered). With `settle`, the
+/// work spawned behind each answer ([`spawn`]) is awaited after it.
+pub(super) async fn serve<C: Call>(
+    shared: Arc<Shared>,
+    mut service: C,
+    settle: bool,
+    mut stopped: watch::Receiver<bool>,
+) -> Result<(), Error> {
     loop {
         // A worker that waits for an invocation when another has failed for
         // good stops waiting. Should Lambda hand it one in that very instant,
@@ -136,18 +201,13 @@ where
 }
 
 /// One invocation: the front door's JSON response, or why there is none.
-async fn invoke<S, R, E>(
+async fn invoke<C: Call>(
     shared: &Shared,
     headers: &HeaderMap,
     request_id: &str,
     payload: &[u8],
-    service: &mut S,
-) -> Result<Vec<u8>, Diagnostic>
-where
-    S: Service<Request, Response = R, Error = E>,
-    R: IntoResponse + 'static,
-    E: Debug + Into<Diagnostic>,
-{
+    service: &mut C,
+) -> Result<Vec<u8>, Diagnostic> {
     let failed = |error_type: &str, message: String| {
         tracing::error!(request_id, error = %message, "invocation failed");
         Diagnostic {
@@ -170,7 +230,14 @@ where
     })?;
     let decoded = envelope::decode_with(payload, shared.stage)
         .map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
-    let request = decoded.request.with_lambda_context(context);
+    let mut request = decoded.request;
+    // As `lambda_http` sets it, for code that forwards it downstream.
+    if let Some(trace_id) = &context.xray_trace_id
+        && let Ok(value) = HeaderValue::from_str(trace_id)
+    {
+        request.headers_mut().insert(X_AMZN_TRACE_ID, value);
+    }
+    let request = request.with_lambda_context(context);
     // What the SERVER span says of the request, kept before the service
     // takes it; only when the invocation's spans are sent.
     let server = trace::traced().then(|| {
@@ -187,9 +254,8 @@ where
     // polled inline it would make every frame of the loop that large too
     // (docs/performance.md, "Smaller stack frames").
     let called = Box::pin(async {
-        let service = service.ready().await?;
         let response = service.call(request).await?;
-        Ok::<_, E>(into_response(response).await)
+        Ok::<_, C::Error>(C::respond(response).await)
     });
     let response = deadline::until(cut, called)
         .await

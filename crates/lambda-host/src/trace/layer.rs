@@ -68,6 +68,13 @@ pub fn layer() -> SpansLayer {
     SpansLayer::default()
 }
 
+/// Whether the calling thread's subscriber (the global one, outside a
+/// scoped default) has a [`SpansLayer`]: whether the function's `tracing`
+/// spans can reach its traces.
+pub(crate) fn recording() -> bool {
+    tracing::dispatcher::get_default(|dispatch| dispatch.is::<SpansLayer>())
+}
+
 impl SpansLayer {
     /// A layer recording spans at `level` and above.
     pub fn with_level(level: LevelFilter) -> Self {

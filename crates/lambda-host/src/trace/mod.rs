@@ -39,6 +39,7 @@ pub use self::invocation::{current, root};
 use self::exporter::Tracer;
 pub(crate) use self::invocation::{carried, carry};
 pub(crate) use self::invocation::{scope, server_answer, traced};
+pub(crate) use self::layer::recording;
 pub use self::layer::{SpansLayer, layer};
 pub(crate) use self::spans::ServerAnswer;
 

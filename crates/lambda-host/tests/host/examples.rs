@@ -48,6 +48,21 @@ fn get(path: &str) -> Value {
     event
 }
 
+/// An HTTP API event for `GET path?query`.
+fn get_with(path: &str, query: &[(&str, &str)]) -> Value {
+    let mut event = get(path);
+    let pairs: Vec<String> = query
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect();
+    event["rawQueryString"] = json!(pairs.join("&"));
+    event["queryStringParameters"] = query
+        .iter()
+        .map(|(name, value)| (name.to_string(), json!(value)))
+        .collect();
+    event
+}
+
 /// Runs `name` under the stand-ins until the Runtime API ends its loop
 /// (after the last invocation), with `env` added: its answers by request
 /// id, and every datagram it sent.
@@ -56,8 +71,24 @@ fn run(
     invocations: Vec<Invocation>,
     env: &[(&str, &str)],
 ) -> (HashMap<String, Posted>, Vec<Datagram>) {
+    let (answers, datagrams, _) = run_reading(name, invocations, env);
+    (answers, datagrams)
+}
+
+/// [`run`], with what it wrote to stdout; on Managed Instances when `env`
+/// sets `AWS_LAMBDA_MAX_CONCURRENCY`, whose count of `next` calls the
+/// stand-in waits for before it hands out the first invocation.
+fn run_reading(
+    name: &str,
+    invocations: Vec<Invocation>,
+    env: &[(&str, &str)],
+) -> (HashMap<String, Posted>, Vec<Datagram>, String) {
     let count = invocations.len();
-    let api = FakeRuntimeApi::start(invocations);
+    let parked = env
+        .iter()
+        .find(|(variable, _)| *variable == "AWS_LAMBDA_MAX_CONCURRENCY")
+        .map_or(1, |(_, value)| value.parse().expect("a count"));
+    let api = FakeRuntimeApi::holding(invocations, parked);
     let daemon = Daemon::start();
     let mut child = Command::new(example(name))
         .env("AWS_LAMBDA_RUNTIME_API", &api.address)
@@ -72,9 +103,15 @@ fn run(
         .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
         .env("AWS_EC2_METADATA_DISABLED", "true")
         .envs(env.iter().copied())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()
         .expect("the example starts");
+    let mut stdout = child.stdout.take().expect("its stdout");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
     let started = Instant::now();
     while child.try_wait().expect("its status").is_none() {
         if started.elapsed() > Duration::from_secs(60) {
@@ -89,7 +126,8 @@ fn run(
         count,
         "{name} answered every invocation: {answers:#?}"
     );
-    (answers, daemon.datagrams())
+    let stdout = reader.join().expect("its stdout read");
+    (answers, daemon.datagrams(), stdout)
 }
 
 /// The spans of the datagram of the trace `invocation` belongs to.
@@ -261,4 +299,106 @@ fn the_tower_http_trace_layer_on_the_functions_own_subscriber_sends_its_request_
         "https://p7x2k9qw3m.execute-api.us-east-1.amazonaws.com/anything"
     );
     assert_eq!(attributes(&server.attributes)["http.response.status_code"], 200);
+}
+
+/// The answer's body, as JSON.
+fn json_body(posted: &Posted) -> Value {
+    serde_json::from_str(posted.body["body"].as_str().expect("a body")).expect("JSON")
+}
+
+/// Classic Lambda, then Managed Instances with eight at once.
+const CLASSIC_AND_MANAGED: [&[(&str, &str)]; 2] = [&[], &[("AWS_LAMBDA_MAX_CONCURRENCY", "8")]];
+
+#[test]
+fn the_service_borrowing_from_main_serves_one_at_a_time_or_eight_at_once_and_traces_its_own_span() {
+    for env in CLASSIC_AND_MANAGED {
+        let managed = !env.is_empty();
+        // Each invocation lingers long enough for the other seven to arrive
+        // while it is in flight, when they are served together.
+        let sent: Vec<Invocation> = (1..=8)
+            .map(|n| {
+                Invocation::new(
+                    &format!("borrowed-{n}"),
+                    get_with("/count", &[("linger", "1000")]),
+                )
+            })
+            .map(|invocation| {
+                if invocation.id == "borrowed-1" {
+                    invocation.sampled()
+                } else {
+                    invocation
+                }
+            })
+            .collect();
+
+        let (answers, datagrams, _) = run_reading("borrowed", sent.clone(), env);
+
+        let mut served: Vec<u64> = answers
+            .values()
+            .map(|posted| json_body(posted)["served"].as_u64().expect("a count"))
+            .collect();
+        served.sort_unstable();
+        assert_eq!(served, (1..=8).collect::<Vec<u64>>(), "{env:?}");
+        let most = answers
+            .values()
+            .map(|posted| json_body(posted)["most_in_flight"].as_u64().expect("a count"))
+            .max();
+        assert_eq!(most, Some(if managed { 8 } else { 1 }), "{env:?}");
+        let spans = spans_of(&datagrams, &sent[0]);
+        let server = server_of(&spans);
+        let count = named(&spans, "count");
+        assert_eq!(count.parent_span_id, server.span_id, "{env:?}");
+        assert_eq!(attributes(&count.attributes)["linger_ms"], 1000);
+    }
+}
+
+#[test]
+fn the_service_that_is_not_clone_numbers_each_request_once_and_has_eight_pending_on_managed_instances() {
+    for env in CLASSIC_AND_MANAGED {
+        let managed = !env.is_empty();
+        let sent: Vec<Invocation> = (1..=8)
+            .map(|n| Invocation::new(&format!("numbered-{n}"), get_with("/", &[("linger", "1000")])))
+            .collect();
+
+        let (answers, _, _) = run_reading("not_clone", sent, env);
+
+        let mut numbers: Vec<u64> = answers
+            .values()
+            .map(|posted| json_body(posted)["number"].as_u64().expect("a number"))
+            .collect();
+        numbers.sort_unstable();
+        assert_eq!(numbers, (1..=8).collect::<Vec<u64>>(), "{env:?}");
+        let most = answers
+            .values()
+            .map(|posted| json_body(posted)["most_pending"].as_u64().expect("a count"))
+            .max();
+        assert_eq!(most, Some(if managed { 8 } else { 1 }), "{env:?}");
+    }
+}
+
+#[test]
+fn a_subscriber_installed_first_is_kept_its_spans_are_not_traced_and_the_host_says_so_once() {
+    for env in CLASSIC_AND_MANAGED {
+        let sampled = Invocation::new("first-1", get("/greeting")).sampled();
+        let other = Invocation::new("first-2", get("/other"));
+
+        let (answers, datagrams, stdout) = run_reading("subscriber_first", vec![sampled.clone(), other], env);
+
+        assert_eq!(answers["first-1"].body["body"], "hello from /greeting");
+        assert_eq!(answers["first-2"].body["body"], "hello from /other");
+        // Lines of lambda_http's default subscriber: its text format.
+        assert!(stdout.contains("greet: greeting"), "{stdout}");
+        let told: Vec<&str> = stdout
+            .lines()
+            .filter(|line| line.contains("Replace `lambda_http::tracing::init_default_subscriber()` with `lambda_host::logging::init_default_subscriber()`"))
+            .collect();
+        assert_eq!(told.len(), 1, "{env:?}: {stdout}");
+        assert!(told[0].contains("WARN"), "{}", told[0]);
+        let spans = spans_of(&datagrams, &sampled);
+        assert_eq!(spans.len(), 1, "the SERVER span alone: {spans:#?}");
+        assert_eq!(
+            attributes(&server_of(&spans).attributes)["http.response.status_code"],
+            200
+        );
+    }
 }

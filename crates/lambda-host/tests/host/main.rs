@@ -12,6 +12,7 @@
 mod examples;
 mod front_doors;
 mod invocations;
+mod services;
 
 use lambda_host::test_util::runtime_api as runtime_fake;
 
