@@ -51,7 +51,10 @@ pub mod test_util;
 
 pub use self::env::{Concurrency, StartError};
 pub use self::envelope::ApiPath;
-pub use self::runtime::{Lambda, run, run_concurrent, spawn, start};
+pub use self::runtime::{
+    Lambda, run, run_concurrent, run_with_streaming_response, run_with_streaming_response_concurrent, spawn,
+    start,
+};
 /// The `lambda_http` the host is built on: its `Request`, `Response`,
 /// `Body`, `service_fn`, `tracing` and `tower`, one version of them for the
 /// function and the host.

@@ -22,7 +22,7 @@ use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted, by_request_id};
 /// An example's binary, as `cargo build --examples` makes it (`make unit`
 /// builds them first; `cargo test --all-targets` builds examples as test
 /// harnesses, which run no `main`).
-fn example(name: &str) -> PathBuf {
+pub(crate) fn example(name: &str) -> PathBuf {
     let tests = std::env::current_exe().expect("the test binary's path");
     let profile = tests
         .parent()
@@ -38,7 +38,7 @@ fn example(name: &str) -> PathBuf {
 }
 
 /// An HTTP API event for `GET path`.
-fn get(path: &str) -> Value {
+pub(crate) fn get(path: &str) -> Value {
     let mut event: Value = serde_json::from_str(&crate::data("http-api.json")).expect("JSON");
     event["rawPath"] = json!(path);
     event["routeKey"] = json!("$default");
@@ -131,7 +131,7 @@ fn run_reading(
 }
 
 /// The spans of the datagram of the trace `invocation` belongs to.
-fn spans_of<'a>(datagrams: &'a [Datagram], invocation: &Invocation) -> Vec<&'a Span> {
+pub(crate) fn spans_of<'a>(datagrams: &'a [Datagram], invocation: &Invocation) -> Vec<&'a Span> {
     let root = invocation.trace_root().trim_start_matches("1-").replace('-', "");
     let spans: Vec<&Span> = datagrams
         .iter()
@@ -142,7 +142,7 @@ fn spans_of<'a>(datagrams: &'a [Datagram], invocation: &Invocation) -> Vec<&'a S
     spans
 }
 
-fn named<'a>(spans: &[&'a Span], name: &str) -> &'a Span {
+pub(crate) fn named<'a>(spans: &[&'a Span], name: &str) -> &'a Span {
     spans
         .iter()
         .find(|span| span.name == name)
@@ -150,7 +150,7 @@ fn named<'a>(spans: &[&'a Span], name: &str) -> &'a Span {
         .unwrap_or_else(|| panic!("no span named {name}: {spans:#?}"))
 }
 
-fn server_of<'a>(spans: &[&'a Span]) -> &'a Span {
+pub(crate) fn server_of<'a>(spans: &[&'a Span]) -> &'a Span {
     spans
         .iter()
         .find(|span| span.kind == SpanKind::Server as i32)
