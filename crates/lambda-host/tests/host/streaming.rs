@@ -17,9 +17,21 @@ use serde_json::json;
 use crate::examples::{example, get, named, server_of, spans_of};
 use crate::runtime_fake::{FakeRuntimeApi, Fault, Invocation, Posted, Streamed, by_request_id};
 
+/// The example's process, killed if a test fails while it runs.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Starts the streaming example under `api` and `daemon`, with `env` added.
-fn launch(api: &FakeRuntimeApi, daemon: &Daemon, env: &[(&str, &str)]) -> Child {
-    Command::new(example("axum_streaming"))
+fn launch(api: &FakeRuntimeApi, daemon: &Daemon, env: &[(&str, &str)]) -> Running {
+    let child = Command::new(example("axum_streaming"))
         .env("AWS_LAMBDA_RUNTIME_API", &api.address)
         .env("AWS_LAMBDA_FUNCTION_NAME", "events")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
@@ -30,7 +42,8 @@ fn launch(api: &FakeRuntimeApi, daemon: &Daemon, env: &[(&str, &str)]) -> Child 
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("the example starts")
+        .expect("the example starts");
+    Running(child)
 }
 
 /// Runs the example until `api` ends its loop: its answers by request id
@@ -43,9 +56,8 @@ fn run(
     let daemon = Daemon::start();
     let mut child = launch(api, &daemon, env);
     let started = Instant::now();
-    while child.try_wait().expect("its status").is_none() {
+    while child.0.try_wait().expect("its status").is_none() {
         if started.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
             panic!("the example was still running after a minute");
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -278,7 +290,7 @@ fn memory_stays_flat(at_once: usize) {
         &daemon,
         &[("AWS_LAMBDA_MAX_CONCURRENCY", concurrency.as_str())],
     );
-    let pid = child.id();
+    let pid = child.0.id();
     let small = |n: usize| Invocation::new(&format!("small-{n}"), get("/bytes/1"));
 
     // Warm: every worker has streamed.
@@ -302,7 +314,7 @@ fn memory_stays_flat(at_once: usize) {
     assert!(lengths.iter().all(|length| *length == MB));
     let (soak_end, _) = memory_kb(pid);
     api.close();
-    let _ = child.wait();
+    let _ = child.0.wait();
 
     assert!(
         big_peak.saturating_sub(warm_peak) < 4 * 1024,
