@@ -35,7 +35,7 @@ use super::api::{ERROR_BODY, ERROR_TYPE, RuntimeApi};
 use crate::deadline;
 
 /// Between the prelude and the body.
-pub(super) const DELIMITER: [u8; 8] = [0; 8];
+const DELIMITER: [u8; 8] = [0; 8];
 
 /// `Content-Type` when the response names none, as `lambda_runtime` sets it
 /// for a streamed answer.
@@ -105,7 +105,7 @@ where
     }
 }
 
-/// The HTTP integration's prelude and the delimiter after it:
+/// The HTTP integration's prelude:
 /// `{"statusCode":…,"headers":{…},"cookies":[…]}`, byte for byte as
 /// `lambda_http` writes it. `Set-Cookie` goes to `cookies`; a header with
 /// several values is a list of them; a value that is not text is left out.
@@ -124,9 +124,8 @@ pub(super) fn prelude(status: StatusCode, mut headers: HeaderMap) -> Bytes {
     };
     // A map of strings cannot fail to serialize; the fallback keeps the
     // path free of panics regardless.
-    let mut bytes = serde_json::to_vec(&prelude)
+    let bytes = serde_json::to_vec(&prelude)
         .unwrap_or_else(|_| format!(r#"{{"statusCode":{}}}"#, status.as_u16()).into_bytes());
-    bytes.extend_from_slice(&DELIMITER);
     Bytes::from(bytes)
 }
 
@@ -220,8 +219,13 @@ where
     B::Data: Into<Bytes>,
     B::Error: Into<Error>,
 {
-    if data.send(prelude).await.is_err() {
-        return Fed::Closed;
+    // The delimiter in a chunk of its own, as `lambda_runtime` sends it:
+    // `cargo lambda watch` reads the prelude and the delimiter as the first
+    // two chunks, whatever their bytes.
+    for head in [prelude, Bytes::from_static(&DELIMITER)] {
+        if data.send(head).await.is_err() {
+            return Fed::Closed;
+        }
     }
     loop {
         // Waiting for the body's next frame (an event that comes once a

@@ -101,9 +101,10 @@ fn the_events_arrive_one_by_one_after_the_prelude_and_the_server_span_ends_with_
     );
     assert_eq!(streamed.text(), events(5));
     assert!(streamed.ended && streamed.trailers.is_empty(), "{streamed:?}");
-    // The prelude, then each event in a chunk of its own, as it was made.
-    assert_eq!(streamed.chunks.len(), 6, "{:?}", streamed.chunks);
-    let spread = streamed.chunks[5].0 - streamed.chunks[1].0;
+    // The prelude, the delimiter, then each event in a chunk of its own,
+    // as it was made.
+    assert_eq!(streamed.chunks.len(), 7, "{:?}", streamed.chunks);
+    let spread = streamed.chunks[6].0 - streamed.chunks[2].0;
     assert!(
         spread >= Duration::from_millis(350),
         "events spread over {spread:?}"
@@ -234,8 +235,8 @@ fn on_managed_instances_eight_streams_run_at_once() {
         assert_eq!(streamed.text(), events(4));
     }
     // Every stream had begun before any had ended.
-    let last_begun = streams.iter().map(|s| s.chunks[1].0).max().unwrap();
-    let first_ended = streams.iter().map(|s| s.chunks[4].0).min().unwrap();
+    let last_begun = streams.iter().map(|s| s.chunks[2].0).max().unwrap();
+    let first_ended = streams.iter().map(|s| s.chunks[5].0).min().unwrap();
     assert!(
         last_begun < first_ended,
         "the eight streams overlapped: the last began {:?} after the first ended",

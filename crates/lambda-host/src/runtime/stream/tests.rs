@@ -12,7 +12,7 @@ use super::*;
 use crate::env::Concurrency;
 use crate::test_util::runtime_api::{FakeRuntimeApi, Fault, Posted};
 
-/// `lambda_runtime`'s own prelude for the same response, and its delimiter.
+/// `lambda_runtime`'s own prelude for the same response.
 fn upstream_prelude(status: StatusCode, headers: &HeaderMap) -> Vec<u8> {
     let mut headers = headers.clone();
     let cookies = headers
@@ -24,14 +24,12 @@ fn upstream_prelude(status: StatusCode, headers: &HeaderMap) -> Vec<u8> {
     headers
         .entry(CONTENT_TYPE)
         .or_insert(HeaderValue::from_static("application/octet-stream"));
-    let mut bytes = serde_json::to_vec(&MetadataPrelude {
+    serde_json::to_vec(&MetadataPrelude {
         status_code: status,
         headers,
         cookies,
     })
-    .unwrap();
-    bytes.extend_from_slice(&[0; 8]);
-    bytes
+    .unwrap()
 }
 
 #[test]
@@ -92,9 +90,7 @@ fn the_prelude_puts_cookies_apart_and_defaults_the_content_type() {
     headers.append("x-many", HeaderValue::from_static("one"));
     headers.append("x-many", HeaderValue::from_static("two"));
     let bytes = prelude(StatusCode::ACCEPTED, headers);
-    let (json, delimiter) = bytes.split_at(bytes.len() - 8);
-    assert_eq!(delimiter, [0; 8]);
-    let prelude: serde_json::Value = serde_json::from_slice(json).unwrap();
+    let prelude: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(
         prelude,
         json!({
@@ -215,10 +211,12 @@ async fn a_whole_stream_is_posted_as_it_comes_prelude_first_and_without_trailers
     );
     assert_eq!(stream.text(), "data: 1\n\ndata: 2\n\ndata: 3\n\n");
     assert!(stream.ended && stream.trailers.is_empty(), "{stream:?}");
-    // The prelude, then each frame in its own chunk, as it was made.
-    assert_eq!(stream.chunks.len(), 4, "{:?}", stream.chunks);
-    let first_frame = stream.chunks[1].0;
-    let last_frame = stream.chunks[3].0;
+    // The prelude, the delimiter, then each frame in its own chunk, as it
+    // was made.
+    assert_eq!(stream.chunks.len(), 5, "{:?}", stream.chunks);
+    assert_eq!(stream.chunks[1].1, 8, "the delimiter alone");
+    let first_frame = stream.chunks[2].0;
+    let last_frame = stream.chunks[4].0;
     assert!(
         last_frame - first_frame >= Duration::from_millis(250),
         "frames spread over {:?}",
