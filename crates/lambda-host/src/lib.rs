@@ -73,6 +73,8 @@ pub mod test_util;
 
 pub use self::env::{Concurrency, StartError};
 pub use self::envelope::ApiPath;
+#[cfg(feature = "graceful-shutdown")]
+pub use self::runtime::spawn_graceful_shutdown_handler;
 pub use self::runtime::{
     Lambda, run, run_concurrent, run_with_streaming_response, run_with_streaming_response_concurrent, spawn,
     start,

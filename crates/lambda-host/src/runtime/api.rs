@@ -17,6 +17,8 @@ use lambda_runtime_api_client::{PooledClient, build_request};
 use crate::env::Concurrency;
 
 const API_PREFIX: &str = "/2018-06-01/runtime";
+#[cfg(feature = "graceful-shutdown")]
+const EXTENSION_PREFIX: &str = "/2020-01-01/extension";
 pub(super) const REQUEST_ID: &str = "lambda-runtime-aws-request-id";
 pub(super) const DEADLINE_MS: &str = "lambda-runtime-deadline-ms";
 pub(super) const INVOCATION_ID: &str = "lambda-runtime-invocation-id";
@@ -151,6 +153,43 @@ impl RuntimeApi {
             );
         }
         Ok(status)
+    }
+
+    /// Registers an extension named `name` that takes no events (what has
+    /// Lambda send SIGTERM before a shutdown): its identifier.
+    #[cfg(feature = "graceful-shutdown")]
+    pub(super) async fn register_extension(&self, name: &str) -> Result<String, Error> {
+        let request = build_request()
+            .method(Method::POST)
+            .uri(format!("{EXTENSION_PREFIX}/register"))
+            .header("lambda-extension-name", name)
+            .body(ApiBody::from(r#"{"events":[]}"#))?;
+        let response = self.client.call(request).await?;
+        let status = response.status();
+        let id = response
+            .headers()
+            .get("lambda-extension-identifier")
+            .and_then(|id| id.to_str().ok())
+            .map(str::to_owned);
+        response.into_body().collect().await?;
+        match (status, id) {
+            (StatusCode::OK, Some(id)) => Ok(id),
+            (status, _) => Err(format!("the Extensions API answered {status} to the registration").into()),
+        }
+    }
+
+    /// The registered extension's wait for its next event, which, for an
+    /// extension that takes none, lasts for the life of the environment.
+    #[cfg(feature = "graceful-shutdown")]
+    pub(super) async fn extension_next(&self, id: &str) -> Result<(), Error> {
+        let request = build_request()
+            .method(Method::GET)
+            .uri(format!("{EXTENSION_PREFIX}/event/next"))
+            .header("lambda-extension-identifier", id)
+            .body(ApiBody::empty())?;
+        let response = self.client.call(request).await?;
+        response.into_body().collect().await?;
+        Ok(())
     }
 
     /// Posts an answer (or an error report). A transport failure or a 5xx

@@ -21,6 +21,7 @@
 //! it announced. docs/guarantees.md tells the whole story.
 
 use std::fmt::{Debug, Display};
+use std::pin::pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -36,6 +37,8 @@ use tokio::sync::{Mutex, watch};
 use tokio::task::JoinSet;
 
 pub(crate) use self::api::RuntimeApi;
+#[cfg(feature = "graceful-shutdown")]
+pub use self::shutdown::spawn_graceful_shutdown_handler;
 pub use self::worker::spawn;
 use self::worker::{Lent, Own, Shared, Streaming};
 use crate::env::{Concurrency, LambdaEnv, StartError};
@@ -43,6 +46,7 @@ use crate::envelope::Stage;
 use crate::{logging, trace};
 
 mod api;
+mod shutdown;
 mod stream;
 mod worker;
 
@@ -269,25 +273,39 @@ where
 {
     tracing::debug!(workers = workers.len(), "serving invocations on one task");
     let mut ended = Ended::default();
-    while let Some(result) = workers.next().await {
-        ended.record(result, stop);
+    let mut shutdown = pin!(shutdown::requested());
+    loop {
+        tokio::select! {
+            result = workers.next() => match result {
+                Some(result) => ended.record(result, stop),
+                None => break,
+            },
+            () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
+        }
     }
-    ended.cause()
+    ended.cause().await
 }
 
 /// Waits until each of the `workers`' tasks has ended.
 async fn on_tasks(mut workers: JoinSet<Result<(), Error>>, stop: &watch::Sender<bool>) -> Result<(), Error> {
     tracing::debug!(workers = workers.len(), "serving invocations");
     let mut ended = Ended::default();
-    while let Some(result) = workers.join_next().await {
-        // Everything a worker runs for an invocation is inside its
-        // guard; a join error is the loop's own code failing.
-        ended.record(
-            result.unwrap_or_else(|join| Err(format!("a worker stopped: {join}").into())),
-            stop,
-        );
+    let mut shutdown = pin!(shutdown::requested());
+    loop {
+        tokio::select! {
+            result = workers.join_next() => match result {
+                // Everything a worker runs for an invocation is inside
+                // its guard; a join error is the loop's own code failing.
+                Some(result) => ended.record(
+                    result.unwrap_or_else(|join| Err(format!("a worker stopped: {join}").into())),
+                    stop,
+                ),
+                None => break,
+            },
+            () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
+        }
     }
-    ended.cause()
+    ended.cause().await
 }
 
 /// How the workers ended: the first cause, on which the others were told
@@ -308,8 +326,14 @@ impl Ended {
         }
     }
 
-    fn cause(self) -> Result<(), Error> {
-        Err(self.first.unwrap_or_else(|| "no worker was started".into()))
+    /// The first cause; none when a graceful shutdown stopped the workers,
+    /// whose handler ends the process once its hook has run.
+    async fn cause(self) -> Result<(), Error> {
+        match self.first {
+            Some(cause) => Err(cause),
+            None if shutdown::stopping() => std::future::pending().await,
+            None => Err("no worker was started".into()),
+        }
     }
 }
 

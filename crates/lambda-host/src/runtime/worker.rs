@@ -30,7 +30,7 @@ use tokio::sync::{Mutex, Notify, watch};
 use tokio::task::JoinHandle;
 
 use super::api::{DEADLINE_MS, INVOCATION_ID, REQUEST_ID, RuntimeApi, TENANT_ID, TRACE_ID};
-use super::stream;
+use super::{shutdown, stream};
 use crate::deadline::{self, BACKSTOP_MARGIN};
 use crate::envelope::{self, ApiPath, FrontDoor, Stage};
 use crate::trace;
@@ -254,14 +254,21 @@ pub(super) async fn serve<C: Answer>(
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), Error> {
     loop {
-        // A worker that waits for an invocation when another has failed for
-        // good stops waiting. Should Lambda hand it one in that very instant,
-        // that invocation times out; a retry of the same create is idempotent.
+        // Stopped (another worker failed for good, or a shutdown began):
+        // no `next` is sent.
+        if *stopped.borrow() {
+            return Ok(());
+        }
+        // A worker parked in `next` stops waiting, too. Lambda hands out no
+        // invocation once it has sent SIGTERM; one handed out in the very
+        // instant another worker failed for good times out, as it would in
+        // an environment that crashed, and Lambda's retries apply to it.
         let (headers, payload) = tokio::select! {
             biased;
             next = shared.api.next() => next?,
             _ = stopped.wait_for(|stopped| *stopped) => return Ok(()),
         };
+        let _in_flight = shutdown::InFlight::new();
         // Without its id an invocation cannot even be answered: Lambda broke
         // its own contract, and a fresh environment is the way out.
         let Some(request_id) = headers
@@ -482,7 +489,7 @@ where
 }
 
 /// Resolves once every task of [`spawn`] has ended: at once, nearly always.
-async fn settled() {
+pub(super) async fn settled() {
     loop {
         let ended = ENDED.notified();
         tokio::pin!(ended);

@@ -383,10 +383,19 @@ impl FakeRuntimeApi {
         self.queue().refused.clone()
     }
 
+    /// Invocations handed out and not answered yet.
+    pub fn outstanding(&self) -> usize {
+        self.queue().outstanding
+    }
+
     fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.state.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+/// Where an extension registers, and waits for its events.
+pub const EXTENSION_REGISTER: &str = "/2020-01-01/extension/register";
+const EXTENSION_NEXT: &str = "/2020-01-01/extension/event/next";
 
 /// What a `next` gets.
 enum Next {
@@ -500,6 +509,28 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
             stream = Some(streamed);
         }
 
+        if request_line.starts_with("GET") && path == EXTENSION_NEXT {
+            // An extension that takes no events waits for good: until the
+            // function's process closes the connection.
+            let _ = reader.read_line(&mut String::new());
+            return;
+        }
+        if request_line.starts_with("POST") && path == EXTENSION_REGISTER {
+            let _ = posted.send(Posted {
+                path,
+                headers,
+                body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                arrived: SystemTime::now(),
+                stream: None,
+            });
+            write!(
+                writer,
+                "HTTP/1.1 200 OK\r\nLambda-Extension-Identifier: 6b3f0c4e-extension\r\n\
+                 Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}"
+            )
+            .expect("an answer");
+            continue;
+        }
         if request_line.starts_with("GET") {
             assert_eq!(path, "/2018-06-01/runtime/invocation/next");
             let invocation = match next_invocation(state, headers) {

@@ -402,3 +402,81 @@ fn a_subscriber_installed_first_is_kept_its_spans_are_not_traced_and_the_host_sa
         );
     }
 }
+
+#[test]
+fn sigterm_with_eight_invocations_in_flight_answers_all_eight_then_runs_the_hook_and_exits_0() {
+    let sent: Vec<Invocation> = (1..=8)
+        .map(|n| Invocation::new(&format!("draining-{n}"), get_with("/", &[("linger", "250")])))
+        .collect();
+    let api = FakeRuntimeApi::holding(sent.clone(), 8);
+    let mut child = Command::new(example("graceful"))
+        .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "orders")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+        .env("AWS_LAMBDA_MAX_CONCURRENCY", "8")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the example starts");
+    let mut stdout = child.stdout.take().expect("its stdout");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let started = Instant::now();
+    while api.outstanding() < 8 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "eight invocations were never in flight"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+
+    let signalled = std::time::SystemTime::now();
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("its status") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the example was still running a minute after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stdout = reader.join().expect("its stdout read");
+
+    assert_eq!(status.code(), Some(0), "{stdout}");
+    let posted: Vec<Posted> = api.posted.try_iter().collect();
+    let registration = posted
+        .iter()
+        .find(|posted| posted.path == lambda_host::test_util::runtime_api::EXTENSION_REGISTER)
+        .expect("an extension registered, so that Lambda sends SIGTERM");
+    assert_eq!(registration.body, json!({ "events": [] }));
+    assert!(registration.header("lambda-extension-name").is_some());
+    let answers = by_request_id(
+        posted
+            .into_iter()
+            .filter(|posted| posted.path.contains("/invocation/"))
+            .collect(),
+    );
+    for invocation in &sent {
+        let answer = &answers[&invocation.id];
+        assert!(answer.path.ends_with("/response"), "{answer:?}");
+        assert_eq!(answer.body["body"], "answered after 250 ms");
+        assert!(
+            answer.arrived > signalled,
+            "{} was answered before SIGTERM",
+            invocation.id
+        );
+    }
+    assert_eq!(api.nexts().len(), 8, "no next after SIGTERM");
+    let drained = stdout.find("shutting down").expect("the shutdown logged");
+    let hook = stdout.find("the shutdown hook ran").expect("the hook ran");
+    assert!(drained < hook, "{stdout}");
+}
