@@ -7,10 +7,18 @@
 //! stream.
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use futures_util::stream::{self, Stream, StreamExt};
+use http_body_util::StreamBody;
+use hyper::body::{Bytes, Frame};
 use lambda_host::test_util::daemon::{Daemon, Datagram, attributes};
+use lambda_host::{Concurrency, Lambda};
+use lambda_http::lambda_runtime::Config as FunctionConfig;
+use lambda_http::{Request, Response, service_fn};
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use serde_json::json;
 
@@ -336,4 +344,83 @@ fn memory_stays_flat_however_long_the_stream_one_at_a_time() {
 #[test]
 fn memory_stays_flat_however_long_the_stream_eight_at_once() {
     memory_stays_flat(8);
+}
+
+#[test]
+fn on_managed_instances_each_fault_ends_its_own_stream_while_the_others_run_on() {
+    let invocations = vec![
+        Invocation::new("fails", get("/fails/2")),
+        Invocation::new("panics", get("/panics")),
+        Invocation::new("forever", get("/forever")).due_in(Duration::from_millis(1_500)),
+        Invocation::new("events", get("/events/8/100")),
+    ];
+    let api = FakeRuntimeApi::holding(invocations, 4);
+
+    let (answers, _) = run(&api, 4, &[("AWS_LAMBDA_MAX_CONCURRENCY", "4")]);
+
+    for (id, error_type) in [
+        ("fails", Some("Runtime.StreamError")),
+        ("panics", Some("Runtime.HandlerPanicked")),
+        ("forever", Some("Runtime.DeadlineExceeded")),
+        ("events", None),
+    ] {
+        let streamed = stream(&answers, id);
+        assert!(streamed.ended, "{id}: {streamed:?}");
+        assert_eq!(
+            streamed.trailer("lambda-runtime-function-error-type"),
+            error_type,
+            "{id}"
+        );
+    }
+    assert_eq!(stream(&answers, "events").text(), events(8));
+}
+
+/// A body of frames, one after another, made on demand.
+type Frames = StreamBody<Pin<Box<dyn Stream<Item = Result<Frame<Bytes>, lambda_http::Error>> + Send>>>;
+
+/// A body of `count` frames, `every` apart, then an error when `fails`.
+fn frames(count: u64, every: Duration, fails: bool) -> Frames {
+    let frames = stream::iter(1..=count).then(move |number| async move {
+        tokio::time::sleep(every).await;
+        Ok(Frame::data(Bytes::from(format!("data: {number}\n\n"))))
+    });
+    let end = stream::iter(fails.then(|| Err("the frames ran out".into())));
+    StreamBody::new(Box::pin(frames.chain(end)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_streaming_concurrent_streams_from_a_task_per_worker_and_contains_a_failing_body() {
+    let mut sent: Vec<Invocation> = (1..=4)
+        .map(|n| Invocation::new(&format!("stream-{n}"), get("/events")))
+        .collect();
+    sent.push(Invocation::new("fails", get("/fails")));
+    let api = FakeRuntimeApi::holding(sent, 4);
+    let service = service_fn(|request: Request| async move {
+        let fails = request.uri().path() == "/fails";
+        Ok::<_, lambda_http::Error>(Response::new(frames(3, Duration::from_millis(200), fails)))
+    });
+    let concurrency = Concurrency::new(NonZeroU32::new(4).unwrap());
+
+    let ended = Lambda::new(api.uri(), FunctionConfig::default())
+        .with_concurrency(concurrency)
+        .serve_streaming_concurrent(service)
+        .await;
+
+    assert!(ended.is_err(), "the loop ends when the stand-in does");
+    let answers = by_request_id(api.posted.try_iter().collect());
+    assert_eq!(answers.len(), 5, "{answers:#?}");
+    let streams: Vec<&Streamed> = (1..=4)
+        .map(|n| stream(&answers, &format!("stream-{n}")))
+        .collect();
+    for streamed in &streams {
+        assert_eq!(streamed.text(), events(3));
+        assert!(streamed.trailers.is_empty(), "{streamed:?}");
+    }
+    let last_begun = streams.iter().map(|s| s.chunks[2].0).max().unwrap();
+    let first_ended = streams.iter().map(|s| s.chunks[4].0).min().unwrap();
+    assert!(last_begun < first_ended, "the four streams overlapped");
+    assert_eq!(
+        stream(&answers, "fails").trailer("lambda-runtime-function-error-type"),
+        Some("Runtime.StreamError")
+    );
 }
