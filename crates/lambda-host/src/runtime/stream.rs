@@ -16,7 +16,7 @@ use std::any::Any;
 use std::convert::Infallible;
 use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
@@ -79,30 +79,38 @@ where
         frames,
         trailer: Some(trailer),
     };
-    let posted = deadline::until(
+    let mut posted = pin!(deadline::until(
         gone,
         api.stream(request_id, invocation_id, ApiBody::new(streamed)),
-    );
-    let fed = feed(prelude, body, data, trailers, cut);
-    let (posted, fed) = tokio::join!(posted, fed);
-    match (posted, fed) {
+    ));
+    let fed = tokio::select! {
+        fed = feed(prelude, body, data, trailers, cut) => fed,
+        // Answered before the stream ended (refused, or the invocation is
+        // over for Lambda), or gone: nothing more of it is read, and the
+        // body is dropped here.
+        early = &mut posted => return lost(early),
+    };
+    match (posted.await, fed) {
         (Some(Ok(status)), Fed::Whole) if status.is_success() => Ended::Whole,
         (_, Fed::Failed(diagnostic)) => Ended::Failed(diagnostic),
-        (posted, _) => {
-            match posted {
-                Some(Ok(status)) if status.is_success() => {
-                    tracing::warn!("the Runtime API took a streamed answer that had not ended")
-                }
-                // Logged where the status was read.
-                Some(Ok(_)) => {}
-                Some(Err(cause)) => {
-                    tracing::warn!(cause = %cause, "the streamed answer did not reach the Runtime API whole")
-                }
-                None => tracing::warn!("the Runtime API had not taken the streamed answer by the deadline"),
-            }
-            Ended::Lost
-        }
+        (posted, _) => lost(posted),
     }
+}
+
+/// A stream that did not reach the Runtime API whole, and why.
+fn lost(posted: Option<Result<StatusCode, Error>>) -> Ended {
+    match posted {
+        Some(Ok(status)) if status.is_success() => {
+            tracing::warn!("the Runtime API took a streamed answer that had not ended")
+        }
+        // Logged where the status was read.
+        Some(Ok(_)) => {}
+        Some(Err(cause)) => {
+            tracing::warn!(cause = %cause, "the streamed answer did not reach the Runtime API whole")
+        }
+        None => tracing::warn!("the Runtime API had not taken the streamed answer by the deadline"),
+    }
+    Ended::Lost
 }
 
 /// The HTTP integration's prelude:

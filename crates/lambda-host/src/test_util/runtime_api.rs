@@ -488,6 +488,8 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
         let path = request_line.split(' ').nth(1).unwrap_or_default().to_owned();
         let mut stream = None;
         if chunked {
+            // A refusal comes as soon as the headers are read, as Lambda's
+            // does; a drop after so many bytes, once they are read.
             let cut_after = match state
                 .queue
                 .lock()
@@ -496,6 +498,7 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                 .front()
             {
                 Some(Fault::DropAfter(bytes)) => Some(*bytes),
+                Some(Fault::Status(_)) => Some(0),
                 _ => None,
             };
             let streamed = read_chunked(&mut reader, cut_after);
@@ -590,7 +593,9 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                 queue.refused.push((path, fault));
                 drop(queue);
                 fail(&mut writer, fault);
-                if matches!(fault, Fault::Drop | Fault::DropAfter(_)) {
+                // A stream refused part-way leaves the rest of its body
+                // unread: the connection cannot serve another request.
+                if matches!(fault, Fault::Drop | Fault::DropAfter(_)) || stream.is_some() {
                     return;
                 }
                 continue;
@@ -629,6 +634,9 @@ fn read_chunked(reader: &mut impl BufRead, cut_after: Option<usize>) -> Streamed
     let mut past_prelude = false;
     let mut read = 0;
     loop {
+        if cut_after.is_some_and(|cut| read >= cut) {
+            return streamed;
+        }
         let mut size_line = String::new();
         if reader.read_line(&mut size_line).unwrap_or(0) == 0 {
             return streamed;
@@ -661,9 +669,6 @@ fn read_chunked(reader: &mut impl BufRead, cut_after: Option<usize>) -> Streamed
         }
         streamed.length += data.len() as u64;
         keep(&mut streamed.body, data);
-        if cut_after.is_some_and(|cut| read >= cut) {
-            return streamed;
-        }
     }
     loop {
         let mut line = String::new();

@@ -331,3 +331,21 @@ async fn the_runtime_api_closing_the_stream_ends_it_at_once_and_drops_the_body()
         stand_in.refused()
     );
 }
+
+#[tokio::test]
+async fn a_stream_the_runtime_api_refuses_at_once_ends_at_once_and_drops_the_body() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let body = timed_body(vec![], Duration::ZERO, End::Never, dropped.clone());
+    let stand_in = FakeRuntimeApi::start(vec![]);
+    stand_in.fail_answer(Fault::Status(413));
+    let api = RuntimeApi::new(stand_in.uri(), Concurrency::ONE);
+    let ended = tokio::time::timeout(
+        Duration::from_secs(10),
+        answer(&api, "req-1", None, Response::new(body), None, None),
+    )
+    .await
+    .expect("the stream ended when the Runtime API refused it");
+
+    assert!(matches!(ended, Ended::Lost), "{ended:?}");
+    assert!(dropped.load(Ordering::SeqCst), "the body was dropped");
+}
