@@ -78,8 +78,8 @@ pub(super) struct Answering<'a> {
     server: Option<&'a (Method, Option<ApiPath>, Option<String>)>,
     /// The loop's cut, [`BACKSTOP_MARGIN`] before the deadline.
     cut: Option<Instant>,
-    /// The deadline itself.
-    deadline: Option<Instant>,
+    /// `Lambda-Runtime-Deadline-Ms`.
+    deadline_ms: u64,
 }
 
 impl Answering<'_> {
@@ -108,7 +108,7 @@ impl Answering<'_> {
     /// The service's answer, converted by `respond` before the cut, as the
     /// front door's JSON.
     async fn whole(&self, respond: impl Future<Output = Response<Body>>) -> Result<Answered, Diagnostic> {
-        let response = deadline::until(self.cut, Box::pin(respond))
+        let response = deadline::until(self.cut, respond)
             .await
             .ok_or_else(|| self.deadline_exceeded())?;
         self.server_answer(
@@ -230,7 +230,7 @@ where
             answering.invocation_id,
             response,
             answering.cut,
-            answering.deadline,
+            deadline::before(answering.deadline_ms, Duration::ZERO),
         )
         .await;
         // The SERVER span ends with the stream, an error if it was cut short.
@@ -398,9 +398,6 @@ async fn invoke<C: Answer>(
     // The service keeps to the deadline by itself, or should; this is for
     // one that does not, so that its worker is not held.
     let cut = deadline::before(deadline_ms, BACKSTOP_MARGIN);
-    // Boxed: a service's future (the AWS SDK's inside it) is large, and
-    // polled inline it would make every frame of the loop that large too
-    // (docs/performance.md, "Smaller stack frames").
     let answering = Answering {
         shared,
         request_id,
@@ -408,18 +405,23 @@ async fn invoke<C: Answer>(
         origin: decoded.origin,
         server: server.as_ref(),
         cut,
-        deadline: deadline::before(deadline_ms, Duration::ZERO),
+        deadline_ms,
     };
-    let called = Box::pin(service.call(request));
-    let response = deadline::until(cut, called)
-        .await
-        .ok_or_else(|| answering.deadline_exceeded())?
-        .map_err(|err| {
-            tracing::error!(request_id, error = ?err, "invocation failed: the service returned an error");
-            err.into()
-        })?;
-    // Boxed for the reason the call is: a streamed answer holds the body.
-    Box::pin(C::answer(&answering, response)).await
+    // Boxed: a service's future (the AWS SDK's inside it) is large, and
+    // polled inline it would make every frame of the loop that large too
+    // (docs/performance.md, "Smaller stack frames"); so is a streamed
+    // answer, which holds the body.
+    let answered = Box::pin(async {
+        let response = deadline::until(cut, service.call(request))
+            .await
+            .ok_or_else(|| answering.deadline_exceeded())?
+            .map_err(|err| {
+                tracing::error!(request_id, error = ?err, "invocation failed: the service returned an error");
+                err.into()
+            })?;
+        C::answer(&answering, response).await
+    });
+    answered.await
 }
 
 /// The service's answer as a `Response<Body>`: as it is when it is one
