@@ -14,6 +14,7 @@
 use std::any::Any;
 use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -72,7 +73,8 @@ pub(super) trait Answer: Call {
 pub(super) struct Answering<'a> {
     shared: &'a Shared,
     request_id: &'a str,
-    invocation_id: Option<&'a HeaderValue>,
+    /// The invocation's headers, from `next`.
+    headers: &'a HeaderMap,
     origin: FrontDoor,
     /// What the SERVER span says of the request, when it is sent.
     server: Option<&'a (Method, Option<ApiPath>, Option<String>)>,
@@ -108,9 +110,15 @@ impl Answering<'_> {
     /// The service's answer, converted by `respond` before the cut, as the
     /// front door's JSON.
     async fn whole(&self, respond: impl Future<Output = Response<Body>>) -> Result<Answered, Diagnostic> {
-        let response = deadline::until(self.cut, respond)
-            .await
-            .ok_or_else(|| self.deadline_exceeded())?;
+        let mut respond = pin!(respond);
+        // Nearly always ready at once (a response that is one already):
+        // then no timer.
+        let response = match respond.as_mut().now_or_never() {
+            Some(response) => response,
+            None => deadline::until(self.cut, respond)
+                .await
+                .ok_or_else(|| self.deadline_exceeded())?,
+        };
         self.server_answer(
             response.status(),
             response.extensions().get::<trace::SpanDetails>(),
@@ -227,7 +235,7 @@ where
         let ended = stream::answer(
             &answering.shared.api,
             answering.request_id,
-            answering.invocation_id,
+            answering.headers.get(INVOCATION_ID),
             response,
             answering.cut,
             deadline::before(answering.deadline_ms, Duration::ZERO),
@@ -401,7 +409,7 @@ async fn invoke<C: Answer>(
     let answering = Answering {
         shared,
         request_id,
-        invocation_id: headers.get(INVOCATION_ID),
+        headers,
         origin: decoded.origin,
         server: server.as_ref(),
         cut,
@@ -412,7 +420,10 @@ async fn invoke<C: Answer>(
     // (docs/performance.md, "Smaller stack frames"); so is a streamed
     // answer, which holds the body.
     let answered = Box::pin(async {
-        let response = deadline::until(cut, service.call(request))
+        // Pinned where it is: the cut takes a pointer to it, and the
+        // (large) future is not moved again.
+        let mut called = pin!(service.call(request));
+        let response = deadline::until(cut, called.as_mut())
             .await
             .ok_or_else(|| answering.deadline_exceeded())?
             .map_err(|err| {
