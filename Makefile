@@ -241,6 +241,7 @@ test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deploym
 	cargo fmt --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	@$(MAKE) doc
+	@$(MAKE) check-qemu-tests
 	@$(MAKE) check-deploy
 	@$(MAKE) sam-check
 	@$(MAKE) supply-chain
@@ -251,11 +252,9 @@ test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deploym
 	@$(MAKE) soak-short
 	@$(MAKE) unit
 
-# The host's tests run its examples as Lambda runs a function: as the
-# binaries `cargo build` makes (`cargo test --all-targets` builds examples
-# as test harnesses, which run no `main`).
+# The host's tests run its examples as Lambda runs a function, as the
+# binaries `cargo build` makes: they build them themselves, once.
 unit: check-cargo tools-test ## cargo test --workspace --all-targets (unit, DynamoDB Local integration, properties, corpus, lambda-host's examples run); one summary line at the end
-	cargo build -p lambda-host --examples
 	@jar=$$($(FIND_DDB_JAR)); log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
 	 status=0; DYNAMODB_LOCAL_DIR="$$(dirname "$$jar")" cargo test --workspace --all-targets 2>&1 | tee "$$log" || status=$$?; \
 	 awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($$i ~ /^(passed|failed|ignored);?$$/) n[$$i] += $$(i - 1); b++ } \
@@ -404,11 +403,17 @@ lint-py: $(STAMP_VENV) ## ruff check and ruff format --check over the Python too
 	"$(VENV)/bin/ruff" check $(RUFF_PATHS)
 	"$(VENV)/bin/ruff" format --check $(RUFF_PATHS)
 
-# The host's documentation, warnings as errors, and its crate-level example
-# compiled as a doctest (cargo test --all-targets runs no doctests).
-doc: check-cargo ## The lambda-host crate's docs (cargo doc, warnings are errors) and its doctests
+# The host's documentation, warnings as errors, with its default features
+# and with all of them (as docs.rs builds it), and its crate-level example
+# compiled as a doctest (cargo test --all-targets runs no doctests). Then
+# the crate as crates.io would get it: cargo package builds the packaged
+# sources alone, with default features, offline (no registry is asked;
+# --allow-dirty so that it checks a working tree before its commit).
+doc: check-cargo ## The lambda-host crate's docs (cargo doc, warnings are errors), its doctests, and cargo package
 	RUSTDOCFLAGS="-D warnings" cargo doc -p lambda-host --no-deps
+	RUSTDOCFLAGS="-D warnings" cargo doc -p lambda-host --no-deps --all-features
 	cargo test -p lambda-host --doc
+	cargo package -p lambda-host --offline --allow-dirty
 
 fmt: check-cargo ## Format the code (cargo fmt)
 	cargo fmt
@@ -526,19 +531,22 @@ dist: check-cargo tools-zig tools-deploy tools-supply-chain ## The release files
 # checks; the black-box tests that start the built function (tests/api:
 # the front-door envelopes, start-up refusals, deadlines and Runtime API
 # faults, hostile envelopes, N = 8 on Managed Instances, logs, traces, the
-# JWKS at init and the key fetch's span), each given the bootstrap through
+# JWKS at init, the key fetch's span, the fetch through a proxy and a
+# private CA), each given the bootstrap through
 # PLANT_STORE_BINARY;
 # the bench's smoke (the error catalogue, one at a time and at once); and
 # the soak's short form, one at a time and 8 at once.
 # The tests of tests/api that start the built function (libtest's filters:
 # a test runs when its name contains one of them).
 QEMU_TESTS := startup:: runtime_api:: concurrency:: resilience:: prewarm::the_built_function \
-              telemetry:: traces:: jwt::init:: jwt::configuration:: jwt::key_fetch::
+              telemetry:: traces:: jwt::init:: jwt::configuration:: jwt::key_fetch:: jwt::outbound::
 
-# libtest runs nothing for a filter that matches no test, and passes: a
-# test renamed or moved would drop out of test-arm64-qemu unseen. Each of
-# QEMU_TESTS must name at least one test of tests/api (a substring of its
-# name, as libtest matches).
+# In make test. libtest runs nothing for a filter that matches no test, and
+# passes: a test renamed or moved would drop out of test-arm64-qemu unseen.
+# Each of QEMU_TESTS must name at least one test of tests/api (a substring
+# of its name, as libtest matches); and each test that starts the built
+# function (scripts/qemu_tests.py finds those that reach
+# helpers::built_function) must be matched by one of them.
 check-qemu-tests: check-cargo
 	@list=$$(cargo test --quiet --test api -- --list) \
 	   || $(call fail,cargo test --test api -- --list failed: the test binary does not build); \
@@ -548,7 +556,14 @@ check-qemu-tests: check-cargo
 	     *) $(call fail,QEMU_TESTS filter $$filter matches no test of tests/api: fix the Makefile's QEMU_TESTS) ;; \
 	   esac; \
 	 done; \
-	 echo "ok   each of QEMU_TESTS names at least one test of tests/api"
+	 starters=$$(python3 scripts/qemu_tests.py) || exit 1; \
+	 for test in $$starters; do \
+	   printf '%s\n' "$$names" | grep -qxF "$$test" \
+	     || $(call fail,scripts/qemu_tests.py names $$test, which is no test of tests/api: fix the script); \
+	   matched=; for filter in $(QEMU_TESTS); do case "$$test" in *"$$filter"*) matched=1 ;; esac; done; \
+	   [ -n "$$matched" ] || $(call fail,$$test starts the built function and no filter of QEMU_TESTS matches it: add one to the Makefile's QEMU_TESTS); \
+	 done; \
+	 echo "ok   each of QEMU_TESTS names a test of tests/api, and each of the $$(printf '%s\n' "$$starters" | wc -l) tests that start the built function is in one"
 
 # What test-arm64-qemu needs and cannot install itself, one line each,
 # before it installs anything (ziglang, the cargo tools, DynamoDB Local).

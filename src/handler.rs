@@ -66,7 +66,7 @@ impl<S: PlantStore> App<S> {
     /// handler would reach the client as a bare 502 from API Gateway.
     ///
     /// Never waits past the invocation's deadline either: at
-    /// [`deadline::ANSWER_MARGIN`] before it, whatever the request is waiting for
+    /// [`deadline::RESPONSE_MARGIN`] before it, whatever the request is waiting for
     /// (DynamoDB, the issuer) is dropped and the answer is a 503 with
     /// `error` 50302, so that the invocation ends by itself and its worker
     /// takes the next one ([`deadline`] says why).
@@ -74,7 +74,7 @@ impl<S: PlantStore> App<S> {
         let started = Instant::now();
         let mut progress = Progress::default();
         let work = self.create_plant(&request, &mut progress);
-        let finished = deadline::until(deadline::answer_by(&request), work).await;
+        let finished = deadline::until(deadline::respond_by(&request), work).await;
         let outcome = finished.unwrap_or_else(|| Err(progress.cut_short()));
         let Progress {
             plant_id,

@@ -289,6 +289,23 @@ mod tests {
         }
     }
 
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing::subscriber::fmt::MakeWriter<'a> for Lines {
+        type Writer = Lines;
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
     impl Lines {
         fn documents(&self) -> Vec<Value> {
             let bytes = self.0.lock().unwrap().clone();
@@ -313,6 +330,132 @@ mod tests {
             store_latency: store_ms.map(Duration::from_millis),
             envelope: None,
             xray_trace_id: None,
+        }
+    }
+
+    /// What `record` logs through the host's JSON subscriber and through
+    /// `tracing-subscriber`'s own JSON format set up as the host's was,
+    /// inside a span shaped as the host's invocation span.
+    fn request_lines(invocation: &Invocation<'_>, cold: bool, span: bool) -> (String, String) {
+        let line = |dispatch: tracing::Dispatch, lines: &Lines| {
+            let telemetry = Telemetry::log_only();
+            if !cold {
+                telemetry.cold.store(false, Ordering::Relaxed);
+            }
+            tracing::dispatcher::with_default(&dispatch, || {
+                let context = invocation.context;
+                let invocation_span = span.then(|| {
+                    tracing::info_span!(
+                        target: "lambda_host",
+                        "invocation",
+                        request_id = context.map(|context| context.request_id.as_str()),
+                        xray_trace_id = invocation.xray_trace_id,
+                        tenant_id = context.and_then(|context| context.tenant_id.as_deref()),
+                    )
+                });
+                let _entered = invocation_span.as_ref().map(tracing::Span::enter);
+                telemetry.record(invocation);
+            });
+            String::from_utf8(lines.0.lock().unwrap().clone()).unwrap()
+        };
+        let ours = Lines::default();
+        let theirs = Lines::default();
+        let reference = tracing::subscriber::fmt()
+            .with_target(false)
+            .without_time()
+            .with_writer(theirs.clone())
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .finish();
+        (
+            line(
+                tracing::Dispatch::new(lambda_host::logging::json_subscriber(None, ours.clone())),
+                &ours,
+            ),
+            line(tracing::Dispatch::new(reference), &theirs),
+        )
+    }
+
+    #[test]
+    fn the_request_line_is_byte_for_byte_what_tracing_subscribers_json_format_wrote() {
+        let mut context = Context::default();
+        context.request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678".to_owned();
+        context.invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:plants".to_owned();
+        context.env_config = std::sync::Arc::new(lambda_http::lambda_runtime::Config {
+            function_name: "plants".to_owned(),
+            memory: 128,
+            ..lambda_http::lambda_runtime::Config::default()
+        });
+        let mut tenant = context.clone();
+        tenant.tenant_id = Some("tenant \"blue\" ü".to_owned());
+        let trace = Some("1-5759e988-bd862e3fe1be46a994272793");
+        let created = Invocation {
+            context: Some(&context),
+            xray_trace_id: trace,
+            plant_id: Some(40_000_001),
+            latency: Duration::from_nanos(1_234_567),
+            ..invocation(200, Some(Created::Inserted), Some(1))
+        };
+        let cases = [
+            ("a create, cold", created, true, true),
+            ("a create, warm", created, false, true),
+            (
+                "a replay with a sub-microsecond store call",
+                Invocation {
+                    store_latency: Some(Duration::from_nanos(999)),
+                    ..invocation(200, Some(Created::Replayed), None)
+                },
+                false,
+                true,
+            ),
+            (
+                "a refusal with its error code, a JWT's tenant",
+                Invocation {
+                    context: Some(&tenant),
+                    error: Some(40103),
+                    store_latency: None,
+                    ..created
+                },
+                false,
+                true,
+            ),
+            (
+                "the deadline's 503",
+                Invocation {
+                    error: Some(DEADLINE_EXCEEDED),
+                    outcome: None,
+                    latency: Duration::from_secs(3),
+                    ..created
+                },
+                false,
+                true,
+            ),
+            (
+                "a path and method that need escaping, and unicode",
+                Invocation {
+                    method: "P\"OST\\",
+                    path: "/plants/🌿/\u{1}\n\té",
+                    error: Some(40401),
+                    envelope: Some("set aside: 2 cookies \"a\", b"),
+                    ..created
+                },
+                false,
+                true,
+            ),
+            (
+                "no context, no trace, no span",
+                invocation(415, None, None),
+                true,
+                false,
+            ),
+        ];
+        for (name, invocation, cold, span) in cases {
+            let (ours, theirs) = request_lines(&invocation, cold, span);
+            assert!(theirs.contains(r#""message":"request""#), "{name}: {theirs}");
+            assert_eq!(theirs.contains(r#","span":{"#), span, "{name}: {theirs}");
+            assert_eq!(ours, theirs, "{name}");
         }
     }
 

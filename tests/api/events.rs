@@ -4,7 +4,7 @@
 //! function routes on the request `lambda_http::run` would have given it.
 
 use lambda_host::envelope;
-use lambda_host::test_util::front_doors::request_parts;
+use lambda_host::test_util::request_parts;
 use serde_json::{Value, json};
 
 use crate::helpers::{Event, TestApp, assert_item};

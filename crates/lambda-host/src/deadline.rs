@@ -8,7 +8,7 @@
 //! request pays a cold start). On Lambda Managed Instances nothing ends it:
 //! it keeps its slot, and the environment takes fewer invocations until it
 //! is done. So every invocation is ended before its deadline, on both: the
-//! handler stops waiting for its calls at [`ANSWER_MARGIN`] before it and
+//! handler stops waiting for its calls at [`RESPONSE_MARGIN`] before it and
 //! answers with the function's own error; the loop stops waiting for the
 //! handler a little later, shortly before it.
 
@@ -20,11 +20,11 @@ use lambda_http::{Request, RequestExt};
 /// the answer to be rendered, encoded and posted to the Runtime API. At
 /// 128 MB a function gets about 7 ms of CPU in every 100 ms period, so one
 /// period can pass before it runs again: the margin covers two.
-pub const ANSWER_MARGIN: Duration = Duration::from_millis(250);
+pub const RESPONSE_MARGIN: Duration = Duration::from_millis(250);
 
 /// Left between the moment the loop gives up on a handler that has not
 /// answered (and fails the invocation) and the deadline. Smaller than
-/// [`ANSWER_MARGIN`], so that a handler that keeps to its own deadline is
+/// [`RESPONSE_MARGIN`], so that a handler that keeps to its own deadline is
 /// never cut short by the loop.
 pub(crate) const BACKSTOP_MARGIN: Duration = Duration::from_millis(100);
 
@@ -32,8 +32,8 @@ pub(crate) const BACKSTOP_MARGIN: Duration = Duration::from_millis(100);
 // handler's: a backstop at the deadline itself, or one that would cut a
 // handler keeping to its own margin, does not build.
 const _: () = assert!(
-    BACKSTOP_MARGIN.as_millis() > 0 && BACKSTOP_MARGIN.as_millis() < ANSWER_MARGIN.as_millis(),
-    "0 < BACKSTOP_MARGIN < ANSWER_MARGIN"
+    BACKSTOP_MARGIN.as_millis() > 0 && BACKSTOP_MARGIN.as_millis() < RESPONSE_MARGIN.as_millis(),
+    "0 < BACKSTOP_MARGIN < RESPONSE_MARGIN"
 );
 
 /// The point in time `margin` before a deadline given as Unix time in
@@ -54,16 +54,16 @@ pub(crate) fn before(deadline_ms: u64, margin: Duration) -> Option<Instant> {
 /// point in time, and there is no deadline to keep.
 pub(crate) const NOT_A_DEADLINE: Duration = Duration::from_secs(24 * 3600);
 
-/// When a handler should stop waiting and answer: [`ANSWER_MARGIN`]
+/// When a handler should stop waiting and answer: [`RESPONSE_MARGIN`]
 /// before the invocation's deadline. `None` without a Lambda context, or
 /// with `Context::default()`'s deadline of 0, which no invocation has
 /// (tests and tools that drive a handler directly).
-pub fn answer_by(request: &Request) -> Option<Instant> {
+pub fn respond_by(request: &Request) -> Option<Instant> {
     let deadline_ms = request.lambda_context_ref()?.deadline;
     if deadline_ms == 0 {
         return None;
     }
-    before(deadline_ms, ANSWER_MARGIN)
+    before(deadline_ms, RESPONSE_MARGIN)
 }
 
 /// Runs `future` until `cut`, when there is one: `None` if the cut came
@@ -100,7 +100,7 @@ mod tests {
         let now = Instant::now();
         let deadline_ms = 1_700_000_000_000 + 3_000;
         assert_eq!(
-            before_at(deadline_ms, ANSWER_MARGIN, wall, now),
+            before_at(deadline_ms, RESPONSE_MARGIN, wall, now),
             Some(now + Duration::from_millis(2_750))
         );
     }
@@ -135,7 +135,7 @@ mod tests {
     fn the_loops_cut_never_comes_before_the_handlers_and_after_it_when_there_is_room() {
         for ahead in AHEAD_MS.map(Duration::from_millis) {
             let (deadline_ms, wall, now, _) = deadline_in(ahead);
-            let handler = before_at(deadline_ms, ANSWER_MARGIN, wall, now).expect("a cut");
+            let handler = before_at(deadline_ms, RESPONSE_MARGIN, wall, now).expect("a cut");
             let backstop = before_at(deadline_ms, BACKSTOP_MARGIN, wall, now).expect("a cut");
             if ahead > BACKSTOP_MARGIN {
                 assert!(handler < backstop, "{ahead:?} ahead");
@@ -157,7 +157,7 @@ mod tests {
             1_700_000_000_200,
         ] {
             assert_eq!(
-                before_at(deadline_ms, ANSWER_MARGIN, wall, now),
+                before_at(deadline_ms, RESPONSE_MARGIN, wall, now),
                 Some(now),
                 "{deadline_ms}"
             );
@@ -170,7 +170,7 @@ mod tests {
         let now = Instant::now();
         for deadline_ms in [0, 600_000, 1_699_913_599_999] {
             assert_eq!(
-                before_at(deadline_ms, ANSWER_MARGIN, wall, now),
+                before_at(deadline_ms, RESPONSE_MARGIN, wall, now),
                 None,
                 "{deadline_ms}"
             );
@@ -182,7 +182,7 @@ mod tests {
         let in_a_year = Instant::now() + Duration::from_secs(365 * 24 * 3600);
         for deadline_ms in [4_102_444_800_000, u64::MAX] {
             assert!(
-                before(deadline_ms, ANSWER_MARGIN).is_none_or(|cut| cut > in_a_year),
+                before(deadline_ms, RESPONSE_MARGIN).is_none_or(|cut| cut > in_a_year),
                 "{deadline_ms}"
             );
         }

@@ -3,7 +3,6 @@
 //! nowhere else in this crate. A value Lambda would never set is a reason
 //! not to start, with one line naming the variable.
 
-use std::ffi::OsString;
 use std::fmt;
 use std::num::NonZeroU32;
 
@@ -18,6 +17,7 @@ const RUNTIME_API: &str = "AWS_LAMBDA_RUNTIME_API";
 
 /// What stops the function before it serves anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StartError {
     /// A variable Lambda always sets is missing.
     Missing(&'static str),
@@ -150,6 +150,7 @@ const IGNORE_STAGE_IN_PATH: &str = "AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH";
 
 /// Names a PEM file whose certificates the AWS SDKs and the CLI trust in
 /// place of their built-in roots.
+#[cfg(feature = "sdk")]
 pub(crate) const CA_BUNDLE: &str = "AWS_CA_BUNDLE";
 
 /// The Runtime API's address, from `AWS_LAMBDA_RUNTIME_API`.
@@ -188,12 +189,14 @@ fn function_config() -> Result<FunctionConfig, StartError> {
 }
 
 /// `AWS_CA_BUNDLE`, when set and not empty.
-pub(crate) fn ca_bundle() -> Option<OsString> {
+#[cfg(feature = "sdk")]
+pub(crate) fn ca_bundle() -> Option<std::ffi::OsString> {
     std::env::var_os(CA_BUNDLE).filter(|path| !path.is_empty())
 }
 
 /// A variable the AWS SDK reads itself (credentials, region), so that
 /// set-up can skip providers it will not need.
+#[cfg(feature = "sdk")]
 pub(crate) fn sdk_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }

@@ -2,7 +2,7 @@
 //! the function is a `tower::Service` of `lambda_http::Request`s (an axum
 //! `Router`, a `service_fn`, a `ServiceBuilder` stack), whatever front door
 //! sent the event (API Gateway REST and HTTP APIs, Application Load
-//! Balancers, function URLs). A function that runs with
+//! Balancers, function URLs, VPC Lattice). A function that runs with
 //! `lambda_http::run(service).await` runs here with
 //! `lambda_host::run(service).await`, with the same bounds, and
 //! `run_concurrent` likewise. A function that installs
@@ -25,9 +25,19 @@
 //! - OpenTelemetry traces as ADOT sends them on Lambda, with nothing to
 //!   set up: the SERVER span of each sampled invocation, a CLIENT span per
 //!   AWS SDK call, and the function's own `tracing` spans ([`trace`]);
-//! - Lambda's logging controls and `RUST_LOG`, as `lambda_http` reads them,
-//!   never writing a raw event ([`logging`]), and the AWS SDK's configuration built as a cold start
-//!   wants it ([`sdk`]).
+//! - Lambda's logging controls and `RUST_LOG`, as `lambda_http` reads
+//!   them, never writing a raw event ([`logging`]), and, with the `sdk`
+//!   feature, the AWS SDK's configuration built as a cold start wants it
+//!   (the `sdk` module).
+//!
+//! Features: none by default, which is all a function that makes no AWS
+//! SDK call needs, and links no SDK, TLS stack or crypto library. `sdk`
+//! adds the `sdk` module and `trace::interceptors` (aws-config, the
+//! smithy client on rustls and aws-lc-rs); `dynamodb` adds DynamoDB's
+//! attributes to its calls' spans (`sdk` and aws-sdk-dynamodb);
+//! `graceful-shutdown` adds `spawn_graceful_shutdown_handler` (tokio's
+//! signal handling); `test-util` the stand-ins of `test_util`, for a
+//! function's tests.
 //!
 //! It knows nothing of the function it hosts. A whole function:
 //!
@@ -59,12 +69,18 @@
 
 #![warn(missing_docs)]
 
+// The crate README's examples compile, as the crate's own do.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod env;
 mod runtime;
 
 pub mod deadline;
 pub mod envelope;
 pub mod logging;
+#[cfg(feature = "sdk")]
 pub mod sdk;
 pub mod trace;
 

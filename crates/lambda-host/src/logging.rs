@@ -14,6 +14,8 @@ use lambda_http::tracing::subscriber::{self, fmt};
 
 use crate::env::LambdaEnv;
 
+mod json;
+
 /// Installs the subscriber that [`crate::run`] installs, for a `main` that
 /// logs before it calls `run`: where an example of `lambda_http` calls
 /// `lambda_http::tracing::init_default_subscriber()`. It reads the same
@@ -71,10 +73,8 @@ where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
     builder(filter, writer)
-        .json()
-        .flatten_event(true)
-        .with_current_span(true)
-        .with_span_list(false)
+        .fmt_fields(json::SpanFields)
+        .event_format(json::JsonLine)
         .finish()
 }
 

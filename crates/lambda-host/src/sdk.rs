@@ -39,10 +39,12 @@ const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("amazon-trust-services.pem")
 
 /// The certificate authorities the SDK's connections trust.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Trust {
     /// Amazon Trust Services' roots, compiled in.
     AmazonTrustServices,
     /// The certificates of the file `AWS_CA_BUNDLE` names, read at start.
+    #[non_exhaustive]
     Bundle {
         /// Where the certificates were read from.
         path: PathBuf,
@@ -53,6 +55,7 @@ pub enum Trust {
 
 /// Why `AWS_CA_BUNDLE` cannot be used.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TrustError {
     /// The file cannot be read.
     Unreadable(PathBuf, std::io::Error),

@@ -2,7 +2,11 @@
 //! more for RS256, P-256 for ES256, signature keys only, never a symmetric one.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use aws_lc_rs::signature::{
+    ECDSA_P256_SHA256_FIXED, ParsedPublicKey, RSA_PKCS1_2048_8192_SHA256, RsaPublicKeyComponents,
+};
 use jsonwebtoken::{Algorithm, DecodingKey, DecodingKeyKind};
 use lambda_http::tracing;
 use serde::Deserialize;
@@ -10,7 +14,40 @@ use serde::Deserialize;
 /// A key from the JWKS and the one algorithm it may verify.
 pub(super) struct VerifyingKey {
     pub(super) algorithm: Algorithm,
-    pub(super) key: DecodingKey,
+    pub(super) key: Arc<PublicKey>,
+}
+
+/// An issuer's key, parsed once for every check it verifies: per check,
+/// jsonwebtoken would build aws-lc's key from the JWK's components again
+/// (and its Montgomery context with it). Verified with the parameters
+/// jsonwebtoken's aws-lc backend uses: RS256 as PKCS#1 v1.5 with SHA-256
+/// on 2048 to 8192 bits, ES256 on P-256 with fixed-length signatures.
+pub(super) struct PublicKey(Option<ParsedPublicKey>);
+
+impl PublicKey {
+    /// `key`'s parse, `None` when aws-lc refuses it.
+    fn parse(algorithm: Algorithm, key: &DecodingKey) -> Self {
+        let parsed = match (algorithm, key.kind()) {
+            (Algorithm::RS256, DecodingKeyKind::RsaModulusExponent { n, e }) => {
+                RsaPublicKeyComponents { n, e }
+                    .to_parsed_public_key(&RSA_PKCS1_2048_8192_SHA256)
+                    .ok()
+            }
+            (Algorithm::ES256, DecodingKeyKind::SecretOrDer(point)) => {
+                ParsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, point).ok()
+            }
+            _ => None,
+        };
+        Self(parsed)
+    }
+
+    /// Whether `signature` is this key's signature of `message`. A key
+    /// aws-lc refused verifies nothing, as when it was parsed per check.
+    pub(super) fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|key| key.verify_sig(message, signature).is_ok())
+    }
 }
 
 /// A JWKS. Each key is read on its own, so that one key of a type we do
@@ -98,6 +135,7 @@ impl Jwk {
         {
             return Err("the key's alg is not one we accept");
         }
+        let key = Arc::new(PublicKey::parse(algorithm, &key));
         Ok((kid, VerifyingKey { algorithm, key }))
     }
 }

@@ -15,12 +15,12 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::{Algorithm, DecodingKey};
+use jsonwebtoken::Algorithm;
 use lambda_http::tracing::{self, Instrument};
 use tokio::sync::watch;
 
 use super::fetch::{FetchError, FetchUrl, Fetched, JwksFetcher};
-use super::jwks::VerifyingKey;
+use super::jwks::{PublicKey, VerifyingKey};
 
 /// How soon a failed fetch of the keys is tried again: the second the 503's
 /// `Retry-After` announces (`error::RETRY_AFTER_SECONDS`, which a test there
@@ -159,7 +159,7 @@ struct KeySet {
 }
 
 pub(super) enum Lookup {
-    Found(DecodingKey),
+    Found(Arc<PublicKey>),
     OtherAlgorithm,
     Unknown,
     Unavailable,
@@ -196,7 +196,7 @@ impl KeySet {
             Some(keys) => keys
                 .iter()
                 .find(|key| key.algorithm == algorithm)
-                .map_or(Lookup::OtherAlgorithm, |key| Lookup::Found(key.key.clone())),
+                .map_or(Lookup::OtherAlgorithm, |key| Lookup::Found(Arc::clone(&key.key))),
         }
     }
 }

@@ -18,14 +18,17 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, Validation};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::Algorithm;
 use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny};
 
 use aws_smithy_runtime_api::client::http::SharedHttpConnector;
 
 pub use self::fetch::FetchUrl;
 use self::fetch::{JwksFetcher, JwksSource};
+use self::jwks::PublicKey;
 pub use self::keys::{JwksPolicy, Misconfigured, RETRY_INTERVAL, Spawn};
 use self::keys::{KeyCache, Lookup};
 
@@ -108,19 +111,6 @@ impl JwtSettings {
     pub fn scope(&self) -> &str {
         &self.scope
     }
-
-    fn validation(&self, algorithm: Algorithm) -> Validation {
-        let mut validation = Validation::new(algorithm);
-        validation.leeway = LEEWAY_SECONDS;
-        validation.validate_exp = true;
-        validation.validate_nbf = true;
-        validation.set_required_spec_claims(&["exp", "iss"]);
-        validation.set_issuer(&[&self.issuer]);
-        // `aud` is checked by us: Cognito access tokens carry `client_id`
-        // instead, and that must be checked just as strictly.
-        validation.validate_aud = false;
-        validation
-    }
 }
 
 /// RFC 6749 §3.3 `scope-token`: `1*( %x21 / %x23-5B / %x5D-7E )`, which
@@ -142,8 +132,6 @@ pub struct JwtVerifier {
 struct Inner {
     settings: JwtSettings,
     policy: JwksPolicy,
-    rs256: Validation,
-    es256: Validation,
     keys: KeyCache,
 }
 
@@ -178,11 +166,6 @@ impl JwtVerifier {
     }
 
     fn build(settings: JwtSettings, policy: JwksPolicy, connector: Option<SharedHttpConnector>) -> Self {
-        // Name the backend rather than rely on feature detection, which
-        // panics at the first verification if a second backend is ever
-        // enabled. An `Err` means a provider is installed already: ours,
-        // by an earlier verifier.
-        let _ = jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER.install_default();
         let source = match &settings.jwks_url {
             Some(url) => JwksSource::Url(url.clone()),
             None => JwksSource::Discovery {
@@ -193,8 +176,6 @@ impl JwtVerifier {
         let fetcher = JwksFetcher::new(source, connector, policy.timeout, policy.max_bytes);
         Self {
             inner: Arc::new(Inner {
-                rs256: settings.validation(Algorithm::RS256),
-                es256: settings.validation(Algorithm::ES256),
                 keys: KeyCache::new(fetcher, policy.clone()),
                 settings,
                 policy,
@@ -232,11 +213,9 @@ impl JwtVerifier {
             .map_err(|_| Failure::Rejected("malformed header, or an algorithm that is never accepted"))?;
         // The allow-list. Never `none` (it does not even parse), never HS*:
         // the JWKS is public, so a symmetric key from it is a key anyone has.
-        let validation = match header.alg {
-            Algorithm::RS256 => &inner.rs256,
-            Algorithm::ES256 => &inner.es256,
-            _ => return Err(Failure::Rejected("algorithm not allowed")),
-        };
+        if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {
+            return Err(Failure::Rejected("algorithm not allowed"));
+        }
         if header.crit.is_some() {
             return Err(Failure::Rejected("critical header parameters are not supported"));
         }
@@ -252,14 +231,34 @@ impl JwtVerifier {
             Lookup::Unknown => return Err(Failure::Rejected("unknown kid")),
             Lookup::Unavailable => return Err(Failure::Unavailable),
         };
-        let claims = jsonwebtoken::decode::<Claims>(token, &key, validation)
-            .map_err(|err| Failure::Rejected(describe(err.kind())))?
-            .claims;
+        let claims = verified_claims(token, &key).map_err(Failure::Rejected)?;
+        self.check_registered(&claims)?;
         self.check_claims(&claims)
     }
 
-    /// What `jsonwebtoken` leaves to us; it has checked the signature,
-    /// `exp`, `nbf` and that `iss` is present and matches.
+    /// The registered claims in the order and with the leeway
+    /// jsonwebtoken's `decode` checks them: `exp` required, `nbf`, `iss`.
+    fn check_registered(&self, claims: &Claims) -> Result<(), Failure> {
+        let now = unix_now_seconds();
+        let Some(exp) = claims.exp.0.flatten() else {
+            return Err(Failure::Rejected("no numeric exp"));
+        };
+        let Some(nbf) = claims.nbf.0 else {
+            return Err(Failure::Rejected("a time claim is not a number"));
+        };
+        if exp < now.saturating_sub(LEEWAY_SECONDS) {
+            return Err(Failure::Rejected("expired"));
+        }
+        if nbf.is_some_and(|nbf| nbf > now.saturating_add(LEEWAY_SECONDS)) {
+            return Err(Failure::Rejected("not valid yet (nbf)"));
+        }
+        if claims.iss != self.inner.settings.issuer {
+            return Err(Failure::Rejected("wrong issuer"));
+        }
+        Ok(())
+    }
+
+    /// What the registered claims leave to us.
     fn check_claims(&self, claims: &Claims) -> Result<(), Failure> {
         let settings = &self.inner.settings;
         if claims.iss != settings.issuer {
@@ -304,10 +303,35 @@ pub(super) enum Failure {
     Unavailable,
 }
 
-/// The claims checked beyond `jsonwebtoken`'s own. Any of them with the
-/// wrong JSON type (or twice) makes the token invalid.
+/// The payload of a token whose signature `key` verifies, as
+/// jsonwebtoken's `decode` reads it: the signature and then the payload
+/// base64url without padding, the payload a JSON object of [`Claims`].
+/// The token's header was read already (`decode_header`), so it has its
+/// three parts.
+fn verified_claims(token: &str, key: &PublicKey) -> Result<Claims, &'static str> {
+    const MALFORMED: &str = "malformed token or claims";
+    let (message, signature) = token.rsplit_once('.').ok_or(MALFORMED)?;
+    let (_, payload) = message.rsplit_once('.').ok_or(MALFORMED)?;
+    let signature = URL_SAFE_NO_PAD.decode(signature).map_err(|_| MALFORMED)?;
+    if !key.verifies(message.as_bytes(), &signature) {
+        return Err("bad signature");
+    }
+    let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| MALFORMED)?;
+    serde_json::from_slice(&payload).map_err(|_| MALFORMED)
+}
+
+/// The claims a token is checked on. Any of them with the wrong JSON type
+/// (or twice) makes the token invalid, except `exp` and `nbf`, which are
+/// refused later if they are not numbers, and `sub`, which is only held to
+/// appearing once, as jsonwebtoken's `decode` holds them.
 #[derive(Deserialize)]
 struct Claims {
+    #[serde(default, deserialize_with = "seconds")]
+    exp: Seconds,
+    #[serde(default, deserialize_with = "seconds")]
+    nbf: Seconds,
+    #[serde(rename = "sub")]
+    _sub: Option<IgnoredAny>,
     iss: String,
     aud: Option<OneOrMany>,
     client_id: Option<String>,
@@ -356,21 +380,36 @@ fn is_access_token_type(typ: &str) -> bool {
     typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("jwt")
 }
 
-/// A fixed phrase per failure: `jsonwebtoken`'s own messages may quote
-/// parts of the token.
-fn describe(kind: &ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::InvalidSignature => "bad signature",
-        ErrorKind::ExpiredSignature => "expired",
-        ErrorKind::ImmatureSignature => "not valid yet (nbf)",
-        ErrorKind::InvalidIssuer => "wrong issuer",
-        ErrorKind::MissingRequiredClaim(claim) if claim == "exp" => "no numeric exp",
-        ErrorKind::MissingRequiredClaim(claim) if claim == "iss" => "no iss",
-        ErrorKind::InvalidClaimFormat(_) => "a time claim is not a number",
-        ErrorKind::InvalidAlgorithm => "algorithm does not match the key",
-        ErrorKind::Json(_) | ErrorKind::Utf8(_) | ErrorKind::Base64(_) => "malformed token or claims",
-        _ => "invalid token",
+/// A NumericDate claim (`exp`, `nbf`) in whole seconds: `Some(None)` when
+/// absent, `None` when it is not a number from 0 to `u64::MAX` (`null`
+/// included; a fraction is rounded), as jsonwebtoken reads them.
+struct Seconds(Option<Option<u64>>);
+
+impl Default for Seconds {
+    fn default() -> Self {
+        Self(Some(None))
     }
+}
+
+fn seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Seconds, D::Error> {
+    let number = match serde_json::Value::deserialize(deserializer)? {
+        serde_json::Value::Number(number) => number,
+        _ => return Ok(Seconds(None)),
+    };
+    Ok(Seconds(match (number.as_u64(), number.as_f64()) {
+        (Some(whole), _) => Some(Some(whole)),
+        // jsonwebtoken's bound: below 2^64, the float nearest `u64::MAX`.
+        (None, Some(fraction)) if fraction.is_finite() && fraction >= 0.0 && fraction < u64::MAX as f64 => {
+            Some(Some(fraction.round() as u64))
+        }
+        _ => None,
+    }))
+}
+
+fn unix_now_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
 }
 
 fn unix_now() -> f64 {
@@ -389,8 +428,8 @@ mod tests {
     use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, RSA_PKCS1_SHA256, RsaKeyPair};
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    use jsonwebtoken::DecodingKey;
-    use serde_json::{Value, json};
+    use jsonwebtoken::{DecodingKey, Validation};
+    use serde_json::json;
     use std::collections::HashMap;
     use std::time::Duration;
 
@@ -404,18 +443,15 @@ mod tests {
         )
     }
 
-    fn only_key(jwks: &HashMap<String, Vec<VerifyingKey>>, kid: &str) -> DecodingKey {
+    fn only_key(jwks: &HashMap<String, Vec<VerifyingKey>>, kid: &str) -> Arc<PublicKey> {
         match &jwks[kid][..] {
-            [key] => key.key.clone(),
+            [key] => Arc::clone(&key.key),
             other => panic!("{} keys for {kid}", other.len()),
         }
     }
 
-    /// If the crate's features ever select no backend, or two, this fails
-    /// here instead of panicking at the first request.
     #[test]
-    fn the_configured_crypto_backend_verifies_real_rs256_and_es256_signatures() {
-        let _ = jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER.install_default();
+    fn the_issuers_parsed_keys_verify_real_rs256_and_es256_signatures() {
         let rng = SystemRandom::new();
         let rsa = RsaKeyPair::generate(KeySize::Rsa2048).unwrap();
         let ec = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).unwrap();
@@ -433,15 +469,168 @@ mod tests {
 
         for (token, kid, algorithm) in [(&rs256, "r", Algorithm::RS256), (&es256, "e", Algorithm::ES256)] {
             let key = only_key(&jwks, kid);
-            let validation = Validation::new(algorithm);
-            let decoded = jsonwebtoken::decode::<Value>(token, &key, &validation);
-            assert!(decoded.is_ok(), "{algorithm:?}: {decoded:?}");
+            let decoded = verified_claims(token, &key);
+            assert!(decoded.is_ok(), "{algorithm:?}: {:?}", decoded.err());
             let (input, signature) = token.rsplit_once('.').unwrap();
             let mut signature = URL_SAFE_NO_PAD.decode(signature).unwrap();
             signature[10] ^= 1;
             let tampered = format!("{input}.{}", b64(&signature));
-            let tampered = jsonwebtoken::decode::<Value>(&tampered, &key, &validation);
-            assert!(tampered.is_err(), "{algorithm:?} with a changed signature");
+            assert_eq!(
+                verified_claims(&tampered, &key).err(),
+                Some("bad signature"),
+                "{algorithm:?} with a changed signature"
+            );
+            let other = if kid == "r" { "e" } else { "r" };
+            assert_eq!(
+                verified_claims(token, &only_key(&jwks, other)).err(),
+                Some("bad signature"),
+                "{algorithm:?} with the other key"
+            );
+        }
+    }
+
+    /// The registered claims judged as jsonwebtoken's `decode` judges
+    /// them: the same verdict and reason.
+    #[test]
+    fn registered_claims_are_judged_as_jsonwebtoken_judged_them() {
+        let _ = jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER.install_default();
+        let rng = SystemRandom::new();
+        let rsa = RsaKeyPair::generate(KeySize::Rsa2048).unwrap();
+        let jwk = rsa_jwk(&rsa, "r");
+        let jwks = keys(json!({ "keys": [jwk.clone()] }));
+        let key = only_key(&jwks, "r");
+        let decoding =
+            DecodingKey::from_rsa_components(jwk["n"].as_str().unwrap(), jwk["e"].as_str().unwrap()).unwrap();
+        let issuer = "https://issuer.example";
+        let verifier = JwtVerifier::new(JwtSettings::new(issuer, &["plants"], None, DEFAULT_SCOPE).unwrap());
+        let mut validation = Validation::new(Algorithm::RS256);
+        validation.leeway = LEEWAY_SECONDS;
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.set_required_spec_claims(&["exp", "iss"]);
+        validation.set_issuer(&[issuer]);
+        validation.validate_aud = false;
+        let sign = |payload: &str| {
+            let input = format!(
+                "{}.{}",
+                b64(json!({ "alg": "RS256", "kid": "r" }).to_string().as_bytes()),
+                b64(payload.as_bytes())
+            );
+            let mut signature = vec![0; rsa.public_modulus_len()];
+            rsa.sign(&RSA_PKCS1_SHA256, &rng, input.as_bytes(), &mut signature)
+                .unwrap();
+            format!("{input}.{}", b64(&signature))
+        };
+        let now = unix_now() as u64;
+        let rest = r#""iss":"https://issuer.example","aud":"plants","scope":"plants:write""#;
+        let payloads = [
+            format!(r#"{{{rest},"exp":{}}}"#, now + 300),
+            format!(r#"{{{rest}}}"#),
+            format!(r#"{{{rest},"exp":null}}"#),
+            format!(r#"{{{rest},"exp":"{}"}}"#, now + 300),
+            format!(r#"{{{rest},"exp":-1}}"#),
+            format!(r#"{{{rest},"exp":{}.6}}"#, now + 300),
+            format!(r#"{{{rest},"exp":{}}}"#, now - 31),
+            format!(r#"{{{rest},"exp":{}}}"#, now - 29),
+            format!(r#"{{{rest},"exp":1e30}}"#),
+            format!(r#"{{{rest},"exp":18446744073709551615}}"#),
+            format!(r#"{{{rest},"exp":{},"nbf":{}}}"#, now + 300, now + 31),
+            format!(r#"{{{rest},"exp":{},"nbf":{}}}"#, now + 300, now + 29),
+            format!(r#"{{{rest},"exp":{},"nbf":null}}"#, now + 300),
+            format!(r#"{{{rest},"exp":{},"nbf":"0"}}"#, now + 300),
+            format!(r#"{{{rest},"exp":{},"nbf":-5}}"#, now + 300),
+            format!(r#"{{{rest},"exp":{},"nbf":0.4}}"#, now + 300),
+            format!(r#"{{{rest},"exp":{},"exp":{}}}"#, now + 300, now + 300),
+            format!(r#"{{{rest},"exp":{},"sub":"a","sub":"b"}}"#, now + 300),
+            format!(r#"{{{rest},"exp":{},"sub":7}}"#, now + 300),
+            format!(
+                r#"{{"iss":"https://other.example","aud":"plants","exp":{}}}"#,
+                now + 300
+            ),
+            format!(
+                r#"{{"iss":["https://issuer.example"],"aud":"plants","exp":{}}}"#,
+                now + 300
+            ),
+            format!(r#"{{"aud":"plants","exp":{}}}"#, now + 300),
+            format!(r#"{{{rest},"exp":{},"iat":"x"}}"#, now + 300),
+            "[1,2]".to_owned(),
+            "not json".to_owned(),
+        ];
+        for payload in payloads {
+            let token = sign(&payload);
+            let before = match jsonwebtoken::decode::<Claims>(&token, &decoding, &validation) {
+                Ok(data) => verifier
+                    .check_claims(&data.claims)
+                    .map_err(|failure| reason(&failure)),
+                Err(err) => Err(describe(err.kind())),
+            };
+            let now = verified_claims(&token, &key)
+                .map_err(Failure::Rejected)
+                .and_then(|claims| {
+                    verifier.check_registered(&claims)?;
+                    verifier.check_claims(&claims)
+                })
+                .map_err(|failure| reason(&failure));
+            assert_eq!(now, before, "{payload}");
+        }
+        let (input, _) = sign("{}")
+            .rsplit_once('.')
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .unwrap();
+        assert_eq!(
+            verified_claims(&format!("{input}.not+base64"), &key).err(),
+            Some("malformed token or claims")
+        );
+    }
+
+    #[test]
+    fn a_numeric_date_is_a_whole_number_of_seconds_or_a_fraction_rounded() {
+        let read = |json: &str| {
+            let claims: Claims = serde_json::from_str(&format!(r#"{{"iss":"i","exp":{json}}}"#)).unwrap();
+            claims.exp.0
+        };
+        for (json, seconds) in [
+            ("5", Some(Some(5))),
+            ("5.4", Some(Some(5))),
+            ("5.5", Some(Some(6))),
+            ("-0.0", Some(Some(0))),
+            ("18446744073709551615", Some(Some(u64::MAX))),
+            ("1e19", Some(Some(10_000_000_000_000_000_000))),
+            ("1e30", None),
+            ("-1", None),
+            ("-0.5", None),
+            ("null", None),
+            (r#""5""#, None),
+            ("true", None),
+        ] {
+            assert_eq!(read(json), seconds, "{json}");
+        }
+        let absent: Claims = serde_json::from_str(r#"{"iss":"i"}"#).unwrap();
+        assert_eq!((absent.exp.0, absent.nbf.0), (Some(None), Some(None)));
+    }
+
+    fn reason(failure: &Failure) -> &'static str {
+        match failure {
+            Failure::Rejected(reason) => reason,
+            Failure::MissingScope => "missing scope",
+            Failure::Unavailable => "unavailable",
+        }
+    }
+
+    /// A reason for each of jsonwebtoken's errors.
+    fn describe(kind: &jsonwebtoken::errors::ErrorKind) -> &'static str {
+        use jsonwebtoken::errors::ErrorKind;
+        match kind {
+            ErrorKind::InvalidSignature => "bad signature",
+            ErrorKind::ExpiredSignature => "expired",
+            ErrorKind::ImmatureSignature => "not valid yet (nbf)",
+            ErrorKind::InvalidIssuer => "wrong issuer",
+            ErrorKind::MissingRequiredClaim(claim) if claim == "exp" => "no numeric exp",
+            ErrorKind::MissingRequiredClaim(claim) if claim == "iss" => "no iss",
+            ErrorKind::InvalidClaimFormat(_) => "a time claim is not a number",
+            ErrorKind::InvalidAlgorithm => "algorithm does not match the key",
+            ErrorKind::Json(_) | ErrorKind::Utf8(_) | ErrorKind::Base64(_) => "malformed token or claims",
+            _ => "invalid token",
         }
     }
 

@@ -1,23 +1,24 @@
 //! An invocation's payload, as API Gateway (REST and HTTP APIs), an
-//! Application Load Balancer or a function URL sends it, into the
-//! `http::Request` the handler takes.
+//! Application Load Balancer, a function URL or VPC Lattice sends it,
+//! into the `http::Request` the handler takes. The event is read once
+//! (`read.rs`); each front door then takes what its request needs from
+//! borrowed slices of the payload, copying only what the request keeps.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use base64::Engine;
-use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequest;
-use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyRequest, ApiGatewayV2httpRequest};
+use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
+use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyRequestContext, ApiGatewayV2httpRequestContext};
 use lambda_http::aws_lambda_events::query_map::QueryMap;
+use lambda_http::aws_lambda_events::vpc_lattice::VpcLatticeRequestV2Context;
 use lambda_http::http::header::{COOKIE, HOST, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Extensions, Method, Uri};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
-use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
 use url::Url;
 
 use super::irregular::{MAX_HEADER_NAMES, Unsupported, UnsupportedEvent, bare};
+use super::read::{self, Members, QueryStyle, Read, Refused, Text};
 use super::{ApiPath, Decoded, FrontDoor, Repairs};
 
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
@@ -42,12 +43,15 @@ pub(crate) enum Stage {
 /// [`decode`], with the stage as the environment asked: what the loop calls
 /// on every event.
 pub(crate) fn decode_with(payload: &[u8], stage: Stage) -> Result<Decoded, UnsupportedEvent> {
-    let mut repairs = Repairs::default();
-    let (mut request, origin) = match read(payload).map_err(UnsupportedEvent)? {
-        Event::RestApi(event) => (rest_api(event, stage, &mut repairs), FrontDoor::RestApi),
-        Event::HttpApi(event) => (http_api(event, stage, &mut repairs), FrontDoor::HttpApi),
-        Event::Alb(event) => (alb(event, &mut repairs), FrontDoor::Alb),
-    };
+    let members = read::members(payload).map_err(|err| {
+        UnsupportedEvent(if err.is_data() {
+            // JSON, but not an object.
+            Unsupported::NotAFrontDoor
+        } else {
+            Unsupported::NotJson(err)
+        })
+    })?;
+    let (mut request, origin, repairs) = front_door(&members, stage).map_err(UnsupportedEvent)?;
     let path = ApiPath::of(&request);
     let extensions = request.extensions_mut();
     extensions.insert(repairs);
@@ -55,125 +59,103 @@ pub(crate) fn decode_with(payload: &[u8], stage: Stage) -> Result<Decoded, Unsup
     Ok(Decoded { request, origin })
 }
 
-enum Event {
-    RestApi(ApiGatewayProxyRequest),
-    HttpApi(ApiGatewayV2httpRequest),
-    Alb(AlbTargetGroupRequest),
-}
-
-/// The top-level members [`read`] looks at before it picks a type.
-#[derive(Deserialize)]
-struct Shape {
-    #[serde(rename = "httpMethod")]
-    http_method: Option<IgnoredAny>,
-    #[serde(default)]
-    headers: Names,
-    #[serde(default, rename = "multiValueHeaders")]
-    multi_value_headers: Names,
-}
-
 /// The event's type, tried in `lambda_http`'s order (REST API, HTTP API,
-/// ALB). The REST API's and the ALB's events require a top-level
-/// `httpMethod`, and no HTTP API or function URL event has one: without
-/// it, only the HTTP API's type is tried, so that the event of the front
-/// door with the most traffic is read once, not after a failed REST parse.
-fn read(payload: &[u8]) -> Result<Event, Unsupported> {
-    let shape: Shape = match serde_json::from_slice(payload) {
-        Ok(shape) => shape,
-        // JSON, but not an object (serde would read a struct from an array
-        // of its fields in order: no front door sends one).
-        Err(err) if err.is_data() => return Err(Unsupported::NotAFrontDoor),
-        Err(err) => return Err(Unsupported::NotJson(err)),
-    };
-    let names = shape.headers.0.saturating_add(shape.multi_value_headers.0);
+/// ALB, VPC Lattice), each with its own type's rules. The REST API's and
+/// the ALB's events require a top-level `httpMethod`, which no other
+/// front door sends: without it they are not tried. VPC Lattice's payload
+/// 1.0, which `lambda_http` does not read and whose type takes any object,
+/// is tried last, and only with its own `raw_path` and `method`.
+fn front_door(members: &Members<'_>, stage: Stage) -> Result<(Request, FrontDoor, Repairs), Unsupported> {
+    // A repeated member that the door's first reading looked at.
+    if members.http_method.repeated() || members.headers.repeated() || members.multi_value_headers.repeated()
+    {
+        return Err(Unsupported::NotAFrontDoor);
+    }
+    let names = members
+        .headers
+        .names()
+        .saturating_add(members.multi_value_headers.names());
     if names > MAX_HEADER_NAMES {
         return Err(Unsupported::TooManyHeaders(names));
     }
-    let has_method = shape.http_method.is_some();
-    if has_method && let Ok(event) = serde_json::from_slice(payload) {
-        return Ok(Event::RestApi(event));
-    }
-    if let Ok(event) = serde_json::from_slice(payload) {
-        return Ok(Event::HttpApi(event));
-    }
-    if has_method && let Ok(event) = serde_json::from_slice(payload) {
-        return Ok(Event::Alb(event));
+    let has_method = members.http_method.given();
+    let lattice_v1_shape = members.raw_path_snake.present() && members.method.present();
+    let tried = [
+        (has_method, Door::RestApi),
+        (true, Door::HttpApi),
+        (has_method, Door::Alb),
+        (true, Door::LatticeV2),
+        (lattice_v1_shape, Door::LatticeV1),
+    ];
+    for (_, door) in tried.into_iter().filter(|(tried, _)| *tried) {
+        let mut repairs = Repairs::default();
+        let (read, origin) = match door {
+            Door::RestApi => (rest_api(members, stage, &mut repairs), FrontDoor::RestApi),
+            Door::HttpApi => (http_api(members, stage, &mut repairs), FrontDoor::HttpApi),
+            Door::Alb => (alb(members, &mut repairs), FrontDoor::Alb),
+            Door::LatticeV2 => (lattice_v2(members, &mut repairs), FrontDoor::VpcLattice),
+            Door::LatticeV1 => (lattice_v1(members, &mut repairs), FrontDoor::VpcLattice),
+        };
+        if let Ok(request) = read {
+            return Ok((request, origin, repairs));
+        }
     }
     Err(Unsupported::NotAFrontDoor)
 }
 
-/// How many members a JSON object has. Any other value counts none: the
-/// event's own type decides whether it may be there.
-#[derive(Default)]
-struct Names(usize);
-
-impl<'de> Deserialize<'de> for Names {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(CountNames).map(Names)
-    }
-}
-
-struct CountNames;
-
-impl<'de> Visitor<'de> for CountNames {
-    type Value = usize;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
-        let mut names = 0_usize;
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
-            names = names.saturating_add(1);
-        }
-        Ok(names)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(0)
-    }
-
-    fn visit_unit<E>(self) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<usize, E> {
-        Ok(0)
-    }
+/// The events' types, each a way to read the same members.
+#[derive(Clone, Copy)]
+enum Door {
+    RestApi,
+    HttpApi,
+    Alb,
+    LatticeV2,
+    LatticeV1,
 }
 
 /// API Gateway HTTP API (payload 2.0) and function URLs: the raw query
-/// string as the client sent it, cookies apart.
-fn http_api(event: ApiGatewayV2httpRequest, stage: Stage, repairs: &mut Repairs) -> Request {
-    let mut context = event.request_context;
-    let mut headers = event.headers;
-    let mut raw_path = event.raw_path.unwrap_or_default();
-    let raw_query = event.raw_query_string;
+/// string as the client sent it, cookies apart. Read as
+/// `ApiGatewayV2httpRequest` reads it.
+fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Request> {
+    // First: the member that tells the types apart.
+    let mut context: ApiGatewayV2httpRequestContext = event.request_context.owned()?;
+    for member in [
+        event.kind,
+        event.method_arn,
+        event.identity_source,
+        event.authorization_token,
+        event.resource,
+        event.version,
+        event.route_key,
+    ] {
+        member.string_or_null()?;
+    }
+    if event.http_method.present() {
+        event.http_method.method()?;
+    }
+    // `path` is an alias of `rawPath` there: both are one field twice.
+    let raw_path = match (event.raw_path.present(), event.path.present()) {
+        (true, true) => return Err(Refused),
+        (false, true) => event.path.text_or_null()?,
+        _ => event.raw_path.text_or_null()?,
+    };
+    let raw_query = event.raw_query_string.text_or_null()?;
+    let cookies = event.cookies.optional::<Vec<Text<'_>>>()?;
+    let mut headers = event.headers.map(false)?;
+    let event_query = event.query_string_parameters.query(QueryStyle::HttpApi)?;
+    let path_parameters = event.path_parameters.string_map()?;
+    let stage_variables = event.stage_variables.string_map()?;
+    let body = event.body.text_or_null()?;
+    let is_base64_encoded = event.is_base64_encoded.or_default::<bool>()?;
+
+    let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
     let location = locate(
         &with_stage(
             context.stage.as_deref().filter(|_| stage == Stage::InPath),
             &raw_path,
         ),
         origin(&headers, context.domain_name.as_deref()),
-        raw_query.as_deref().unwrap_or_default(),
+        raw_query.as_ref().map_or("", Text::as_str),
     );
     if location.path_ignored {
         raw_path = "/".to_owned();
@@ -187,50 +169,74 @@ fn http_api(event: ApiGatewayV2httpRequest, stage: Stage, repairs: &mut Repairs)
         // Read from the raw string, as `lambda_http` does: the event's own
         // map is not decoded the way browsers encode.
         Some(query) if !location.query_ignored => {
-            let Ok(parameters) = query.parse::<QueryMap>();
+            let Ok(parameters) = query.as_str().parse::<QueryMap>();
             parameters
         }
-        _ => event.query_string_parameters,
+        _ => event_query,
     };
-    if let Some(cookies) = event.cookies
-        && let Ok(value) = HeaderValue::from_str(&cookies.join("; "))
+    if let Some(cookies) = cookies
+        && let Ok(value) = HeaderValue::from_str(&joined(&cookies))
     {
         headers.insert(COOKIE, value);
     }
     let extensions = Extensions::new()
         .with_raw_http_path(raw_path)
         .with_query_string_parameters(query_string_parameters)
-        .with_path_parameters(event.path_parameters)
-        .with_stage_variables(event.stage_variables);
+        .with_path_parameters(path_parameters)
+        .with_stage_variables(stage_variables);
     let method = context.http.method.clone();
     repairs.note(&location);
-    let body = body(event.body, event.is_base64_encoded, repairs);
-    request(
+    let body = body_of(body, is_base64_encoded, repairs);
+    Ok(request(
         method,
         location.uri,
         headers,
         body,
         extensions.with_request_context(RequestContext::ApiGatewayV2(context)),
-    )
+    ))
 }
 
-/// API Gateway REST API (payload 1.0).
-fn rest_api(event: ApiGatewayProxyRequest, stage: Stage, repairs: &mut Repairs) -> Request {
-    let mut context = event.request_context;
-    let mut raw_path = event.path.unwrap_or_default();
-    let parameters = preferred(
-        event.multi_value_query_string_parameters,
-        event.query_string_parameters,
-    );
+/// The cookies as one `Cookie` header, as `lambda_http` joins them.
+fn joined(cookies: &[Text<'_>]) -> String {
+    let mut line = String::with_capacity(cookies.iter().map(|cookie| cookie.as_str().len() + 2).sum());
+    for (n, cookie) in cookies.iter().enumerate() {
+        if n > 0 {
+            line.push_str("; ");
+        }
+        line.push_str(cookie.as_str());
+    }
+    line
+}
+
+/// API Gateway REST API (payload 1.0), read as `ApiGatewayProxyRequest`
+/// reads it.
+fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Request> {
+    // First: the member that tells the types apart.
+    let mut context: ApiGatewayProxyRequestContext = event.request_context.owned()?;
+    event.resource.string_or_null()?;
+    let raw_path = event.path.text_or_null()?;
+    let method = event.http_method.method()?.ok_or(Refused)?;
+    let (single_headers, multi_headers) = both_headers(event)?;
+    let single_query = event.query_string_parameters.query(QueryStyle::Standard)?;
+    let multi_query = event
+        .multi_value_query_string_parameters
+        .query(QueryStyle::Standard)?;
+    let path_parameters = event.path_parameters.string_map()?;
+    let stage_variables = event.stage_variables.string_map()?;
+    let body = event.body.text_or_null()?;
+    let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
+
+    let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
+    let parameters = preferred(multi_query, single_query);
     let location = locate(
         &with_stage(
             context.stage.as_deref().filter(|_| stage == Stage::InPath),
             &raw_path,
         ),
-        origin(&event.headers, context.domain_name.as_deref()),
+        origin(&single_headers, context.domain_name.as_deref()),
         &parameters.to_query_string(),
     );
-    let mut headers = merged(event.multi_value_headers, event.headers);
+    let mut headers = merged(multi_headers, single_headers);
     if location.path_ignored {
         raw_path = "/".to_owned();
         context.stage = None;
@@ -242,28 +248,36 @@ fn rest_api(event: ApiGatewayProxyRequest, stage: Stage, repairs: &mut Repairs) 
     let extensions = Extensions::new()
         .with_raw_http_path(raw_path)
         .with_query_string_parameters(parameters)
-        .with_path_parameters(event.path_parameters)
-        .with_stage_variables(event.stage_variables)
+        .with_path_parameters(path_parameters)
+        .with_stage_variables(stage_variables)
         .with_request_context(RequestContext::ApiGatewayV1(context));
     repairs.note(&location);
-    let body = body(event.body, event.is_base64_encoded, repairs);
-    request(event.http_method, location.uri, headers, body, extensions)
+    let body = body_of(body, is_base64_encoded, repairs);
+    Ok(request(method, location.uri, headers, body, extensions))
 }
 
-/// Application Load Balancer: no stage, no domain name, and the query
-/// parameters as the client encoded them.
-fn alb(event: AlbTargetGroupRequest, repairs: &mut Repairs) -> Request {
-    let mut raw_path = event.path.unwrap_or_default();
-    let parameters = preferred(
-        alb_query(event.multi_value_query_string_parameters),
-        alb_query(event.query_string_parameters),
-    );
+/// Application Load Balancer, read as `AlbTargetGroupRequest` reads it:
+/// no stage, no domain name, and the query parameters as the client
+/// encoded them.
+fn alb(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
+    // First: the member that tells the types apart.
+    let context: AlbTargetGroupRequestContext = event.request_context.owned()?;
+    let method = event.http_method.method()?.ok_or(Refused)?;
+    let raw_path = event.path.text_or_null()?;
+    let single_query = event.query_string_parameters.query(QueryStyle::Map)?;
+    let multi_query = event.multi_value_query_string_parameters.query(QueryStyle::Map)?;
+    let (single_headers, multi_headers) = both_headers(event)?;
+    let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
+    let body = event.body.text_or_null()?;
+
+    let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
+    let parameters = preferred(alb_query(multi_query), alb_query(single_query));
     let location = locate(
         &raw_path,
-        origin(&event.headers, None),
+        origin(&single_headers, None),
         &parameters.to_query_string(),
     );
-    let mut headers = merged(event.multi_value_headers, event.headers);
+    let mut headers = merged(multi_headers, single_headers);
     if location.path_ignored {
         raw_path = "/".to_owned();
     }
@@ -273,10 +287,95 @@ fn alb(event: AlbTargetGroupRequest, repairs: &mut Repairs) -> Request {
     let extensions = Extensions::new()
         .with_raw_http_path(raw_path)
         .with_query_string_parameters(parameters)
-        .with_request_context(RequestContext::Alb(event.request_context));
+        .with_request_context(RequestContext::Alb(context));
     repairs.note(&location);
-    let body = body(event.body, event.is_base64_encoded, repairs);
-    request(event.http_method, location.uri, headers, body, extensions)
+    let body = body_of(body, is_base64_encoded, repairs);
+    Ok(request(method, location.uri, headers, body, extensions))
+}
+
+/// VPC Lattice, payload 2.0, read as `VpcLatticeRequestV2` reads it and
+/// made into a request as `lambda_http` makes one: no stage, the host and
+/// scheme from the headers, the query decoded as an ALB's.
+fn lattice_v2(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
+    // First: the member that tells the types apart.
+    let context: VpcLatticeRequestV2Context = event.request_context.owned()?;
+    event.version.string_or_null()?;
+    let raw_path = event.path.text_or_null()?;
+    let method = event.method.optional_method()?;
+    let headers = event.headers.map(false)?;
+    let query = event.query_string_parameters.query(QueryStyle::Map)?;
+    let body = event.body.text_or_null()?;
+    let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
+    lattice(
+        method,
+        raw_path,
+        headers,
+        query,
+        body,
+        is_base64_encoded,
+        Some(RequestContext::VpcLattice(context)),
+        repairs,
+    )
+}
+
+/// VPC Lattice, payload 1.0, read as `VpcLatticeRequestV1` reads it
+/// (snake-case members, a header's values in one comma-separated string).
+/// `lambda_http` 1.3 reads only payload 2.0: this is its request made the
+/// same way, without a request context, since the event carries none.
+fn lattice_v1(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
+    let raw_path = event.raw_path_snake.text_or_null()?;
+    let method = event.method.optional_method()?;
+    let headers = event.headers.map(true)?;
+    let query = event.query_string_parameters_snake.query(QueryStyle::Map)?;
+    let body = event.body.text_or_null()?;
+    let is_base64_encoded = event.is_base64_encoded_snake.nullish::<bool>()?;
+    lattice(
+        method,
+        raw_path,
+        headers,
+        query,
+        body,
+        is_base64_encoded,
+        None,
+        repairs,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lattice(
+    method: Option<Method>,
+    raw_path: Option<Text<'_>>,
+    mut headers: HeaderMap,
+    query: QueryMap,
+    body: Option<Text<'_>>,
+    is_base64_encoded: bool,
+    context: Option<RequestContext>,
+    repairs: &mut Repairs,
+) -> Read<Request> {
+    let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
+    let parameters = alb_query(query);
+    let location = locate(&raw_path, origin(&headers, None), &parameters.to_query_string());
+    if location.path_ignored {
+        raw_path = "/".to_owned();
+    }
+    if location.host_ignored {
+        forget_host(&mut headers);
+    }
+    let mut extensions = Extensions::new()
+        .with_raw_http_path(raw_path)
+        .with_query_string_parameters(parameters);
+    if let Some(context) = context {
+        extensions = extensions.with_request_context(context);
+    }
+    repairs.note(&location);
+    let body = body_of(body, is_base64_encoded, repairs);
+    Ok(request(
+        method.unwrap_or(Method::GET),
+        location.uri,
+        headers,
+        body,
+        extensions,
+    ))
 }
 
 fn request(method: Method, uri: Uri, headers: HeaderMap, body: Body, extensions: Extensions) -> Request {
@@ -293,10 +392,22 @@ fn preferred(multi: QueryMap, single: QueryMap) -> QueryMap {
     if multi.is_empty() { single } else { multi }
 }
 
+/// The `headers` and `multiValueHeaders` maps; when one mirrors the
+/// other, the map once and an empty one to merge into it.
+fn both_headers(event: &Members<'_>) -> Read<(HeaderMap, HeaderMap)> {
+    if event.headers.mirrors(&event.multi_value_headers) {
+        return Ok((event.headers.map(false)?, HeaderMap::new()));
+    }
+    Ok((event.headers.map(false)?, event.multi_value_headers.map(false)?))
+}
+
 /// The multi-value headers, and the single-value ones over them: one map,
 /// as `lambda_http` makes it. [`MAX_HEADER_NAMES`] keeps it within what a
 /// `HeaderMap` holds.
 fn merged(mut multi: HeaderMap, single: HeaderMap) -> HeaderMap {
+    if multi.is_empty() {
+        return single;
+    }
     multi.extend(single);
     multi
 }
@@ -356,11 +467,11 @@ fn with_stage<'a>(stage: Option<&str>, path: &'a str) -> Cow<'a, str> {
 
 /// The body, decoded from base64 when the event says it is; a body that
 /// is not base64 is dropped and noted.
-fn body(body: Option<String>, is_base64_encoded: bool, repairs: &mut Repairs) -> Body {
+fn body_of(body: Option<Text<'_>>, is_base64_encoded: bool, repairs: &mut Repairs) -> Body {
     match body {
         None => Body::Empty,
-        Some(text) if !is_base64_encoded => Body::Text(text),
-        Some(encoded) => match base64::engine::general_purpose::STANDARD.decode(encoded) {
+        Some(text) if !is_base64_encoded => Body::Text(text.into_owned()),
+        Some(encoded) => match base64::engine::general_purpose::STANDARD.decode(encoded.as_str()) {
             Ok(bytes) => Body::Binary(bytes),
             Err(_) => {
                 repairs.body_not_base64 = true;
@@ -441,12 +552,66 @@ fn set_aside(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location 
 /// query or credentials of its own would parse, but would change what the
 /// request means.
 fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
-    if !(plain(scheme, host, path) || bare(scheme, host)) {
+    let plain = plain(scheme, host, path);
+    if plain && written_as_is(scheme, host) && path_as_is(path) {
+        let mut url = String::with_capacity(scheme.len() + host.len() + path.len() + 4);
+        url.push_str(scheme);
+        url.push_str("://");
+        url.push_str(host);
+        url.push_str(if path.is_empty() { "/" } else { path });
+        return Some(url);
+    }
+    if !(plain || bare(scheme, host)) {
         return None;
     }
     Url::parse(&format!("{scheme}://{host}{path}"))
         .ok()
         .map(String::from)
+}
+
+/// A plain host that `url` writes back unchanged: lower case, labels
+/// that are not empty, not punycode and not a number at the end (an IPv4
+/// address, which `url` rewrites), and a port that is not the scheme's
+/// default, which `url` leaves out.
+fn written_as_is(scheme: &str, host: &str) -> bool {
+    let (name, port) = match host.rsplit_once(':') {
+        Some((name, port)) => (name, Some(port)),
+        None => (host, None),
+    };
+    let default_port = if scheme == "https" { "443" } else { "80" };
+    let port_as_is = port.is_none_or(|port| {
+        !port.is_empty()
+            && !port.starts_with('0')
+            && port.len() <= 5
+            && port.parse::<u16>().is_ok()
+            && port != default_port
+    });
+    let labels_as_is = name
+        .split('.')
+        .all(|label| !label.is_empty() && !label.starts_with("xn--"));
+    let last_is_a_name = name
+        .rsplit('.')
+        .next()
+        .and_then(|label| label.bytes().next())
+        .is_some_and(|first| first.is_ascii_lowercase());
+    port_as_is && labels_as_is && last_is_a_name && !name.bytes().any(|byte| byte.is_ascii_uppercase())
+}
+
+/// A path that `url` writes back unchanged: nothing it percent-encodes,
+/// no `\`, `?` or `#`, and no dot segment, plain or percent-encoded.
+fn path_as_is(path: &str) -> bool {
+    path.bytes()
+        .all(|byte| byte.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@%".contains(&byte))
+        && path.split('/').all(|segment| !is_dot_segment(segment))
+}
+
+/// `.` or `..`, each dot perhaps written `%2e`.
+fn is_dot_segment(segment: &str) -> bool {
+    if segment.len() > 6 || !(segment.starts_with('.') || segment.starts_with('%')) {
+        return false;
+    }
+    let dots = segment.replace("%2e", ".").replace("%2E", ".");
+    dots == "." || dots == ".."
 }
 
 /// A host that cannot carry credentials, a path, a query or a fragment
@@ -468,6 +633,9 @@ fn plain(scheme: &str, host: &str, path: &str) -> bool {
 
 /// Without a host: the path alone, as `url` reads it.
 fn relative(path: &str) -> Option<String> {
+    if path.starts_with('/') && path_as_is(path) {
+        return Some(path.to_owned());
+    }
     Url::parse(&format!("http://localhost{path}"))
         .ok()
         .map(|url| url.path().to_owned())
@@ -482,5 +650,7 @@ fn with_query(mut base: String, query: &str) -> String {
     }
     base
 }
+#[cfg(test)]
+mod reference;
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! Events no front door sends (a direct invoke's, a console test's): what
 //! [`decode()`](fn@super::decode) sets aside to make a request of one, in words
 //! ([`Repairs`]), and what it refuses ([`UnsupportedEvent`]). An event from
-//! API Gateway, an ALB or a function URL needs none of it.
+//! API Gateway, an ALB, a function URL or VPC Lattice needs none of it.
 
 use std::fmt;
 

@@ -18,12 +18,14 @@ use std::fmt;
 
 use lambda_http::aws_lambda_events::alb::AlbTargetGroupResponse;
 use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
+use lambda_http::aws_lambda_events::vpc_lattice::VpcLatticeResponse;
 use lambda_http::http::header::SET_COOKIE;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 
 mod decode;
 mod irregular;
+mod read;
 
 pub use self::decode::decode;
 pub(crate) use self::decode::{Stage, decode_with};
@@ -33,6 +35,7 @@ pub use self::irregular::{MAX_HEADER_NAMES, UnsupportedEvent};
 /// event no front door sends (`irregular.rs` words it for the log). Every
 /// field is false for an event from a real front door.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Repairs {
     /// The body was flagged `isBase64Encoded` but is not base64: dropped,
     /// and the request has no body.
@@ -57,6 +60,7 @@ impl Repairs {
 /// The front door an event came through, which decides the shape of the
 /// answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FrontDoor {
     /// API Gateway REST API (payload 1.0): headers in `multiValueHeaders`.
     RestApi,
@@ -65,11 +69,14 @@ pub enum FrontDoor {
     HttpApi,
     /// Application Load Balancer: both header forms, and a status line.
     Alb,
+    /// VPC Lattice (payloads 1.0 and 2.0): one value per header name.
+    VpcLattice,
 }
 
 /// A request ready for the handler, and where it came from: what a
 /// function's tests hand their handler, from the front doors' real events.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Decoded {
     /// The request, with [`Repairs`] among its extensions.
     pub request: Request,
@@ -183,8 +190,8 @@ fn is_whole_segments(prefix: &str) -> bool {
 /// `isBase64Encoded`), none as empty text (`lambda_http` decides between
 /// text and base64 by the `Content-Type` instead). The loop calls it on
 /// every answer; a function's tests call it to see the JSON a front door
-/// gets from their handler. Never waits.
-pub async fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
+/// gets from their handler.
+pub fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
     let (parts, body) = response.into_parts();
     let status_code = i64::from(parts.status.as_u16());
     let (body, is_base64_encoded) = match body {
@@ -230,6 +237,14 @@ pub async fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
             ));
             answer.headers = headers.clone();
             answer.multi_value_headers = headers;
+            answer.body = Some(body);
+            answer.is_base64_encoded = is_base64_encoded;
+            to_json(&answer)
+        }
+        FrontDoor::VpcLattice => {
+            let mut answer = VpcLatticeResponse::default();
+            answer.status_code = parts.status.as_u16();
+            answer.headers = headers;
             answer.body = Some(body);
             answer.is_base64_encoded = is_base64_encoded;
             to_json(&answer)

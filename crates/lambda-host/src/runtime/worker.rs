@@ -124,7 +124,7 @@ impl Answering<'_> {
             response.extensions().get::<trace::SpanDetails>(),
             None,
         );
-        Ok(Answered::Whole(envelope::encode(self.origin, response).await))
+        Ok(Answered::Whole(envelope::encode(self.origin, response)))
     }
 
     fn deadline_exceeded(&self) -> Diagnostic {

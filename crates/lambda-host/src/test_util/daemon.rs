@@ -76,6 +76,7 @@ impl Daemon {
 /// One datagram: its `T1S`/`T1U` mark, the resource's attributes and
 /// the spans.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Datagram {
     /// `T1S` (sampled) or `T1U`.
     pub mark: String,

@@ -1,7 +1,8 @@
 //! Stand-ins for what Lambda runs beside a function, for tests: the
 //! Runtime API ([`runtime_api`]) and the X-Ray daemon's endpoint, whose
 //! datagrams are read with OpenTelemetry's own generated messages
-//! ([`daemon`]). Behind the `test-util` feature, as tokio's and the AWS
+//! ([`daemon`]); and a decoded request as one comparable value
+//! ([`request_parts`]). Behind the `test-util` feature, as tokio's and the AWS
 //! SDK's test helpers are: a function enables it in its
 //! `[dev-dependencies]` only.
 //!
@@ -15,5 +16,7 @@
 )]
 
 pub mod daemon;
-pub mod front_doors;
+mod request_parts;
 pub mod runtime_api;
+
+pub use self::request_parts::request_parts;

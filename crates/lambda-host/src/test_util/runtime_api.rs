@@ -126,6 +126,7 @@ fn fxhash(text: &str) -> u128 {
 /// and when the stand-in had all of it (the wall clock, as Lambda's
 /// deadlines are).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Posted {
     /// The path posted to (`…/{id}/response`, `…/{id}/error`, `…/init/error`).
     pub path: String,
@@ -215,6 +216,7 @@ impl Posted {
 
 /// A call the stand-in fails on purpose instead of answering it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Fault {
     /// Answered with this status and an empty body.
     Status(u16),

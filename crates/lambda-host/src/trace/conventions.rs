@@ -44,6 +44,7 @@ pub(super) struct Conventions {
     pub(super) server_name: String,
     constant: Constant,
     /// Those of each AWS call, encoded on its first.
+    #[cfg(feature = "sdk")]
     calls: Mutex<Vec<Arc<AwsCall>>>,
     /// `cloud.resource_id` and `cloud.account.id` of each function ARN
     /// invoked (with or without an alias or version), encoded on its first.
@@ -93,6 +94,7 @@ impl Conventions {
         Self {
             server_name: function.unwrap_or(service).to_owned(),
             constant,
+            #[cfg(feature = "sdk")]
             calls: Mutex::new(Vec::new()),
             functions: Mutex::new(Vec::new()),
         }
@@ -138,6 +140,7 @@ impl Conventions {
     /// `aws.region`, `aws.remote.service`, `aws.remote.operation`, and
     /// what `enrich` (the service's own module) adds. Encoded outside the
     /// cache's lock.
+    #[cfg(feature = "sdk")]
     pub(super) fn aws_call(&self, key: &CallKey<'_>, enrich: impl FnOnce(&mut Writer<'_>)) -> Arc<AwsCall> {
         if let Some(known) = self
             .calls
@@ -202,6 +205,7 @@ impl Conventions {
 }
 
 /// What decides an AWS call's span name and attributes.
+#[cfg(feature = "sdk")]
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CallKey<'a> {
     pub(super) service: &'a str,
@@ -214,6 +218,7 @@ pub(super) struct CallKey<'a> {
 
 /// An AWS SDK call's span name (`DynamoDB.PutItem`) and the attributes
 /// its key decides, encoded.
+#[cfg(feature = "sdk")]
 #[derive(Debug)]
 pub(super) struct AwsCall {
     service: String,
@@ -224,6 +229,7 @@ pub(super) struct AwsCall {
     pub(super) attributes: Vec<u8>,
 }
 
+#[cfg(feature = "sdk")]
 impl AwsCall {
     fn new(key: &CallKey<'_>, enrich: impl FnOnce(&mut Writer<'_>)) -> Self {
         let CallKey {

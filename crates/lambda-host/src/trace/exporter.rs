@@ -103,7 +103,7 @@ pub(super) struct Tracer {
     /// The names and encoded attributes of our spans.
     pub(super) conventions: Conventions,
     /// The buffers of batches sent, for the next ones: a batch's 2.5 KB
-    /// from the allocator cost a sampled create more than its spans'
+    /// from the allocator cost a sampled invocation more than its spans'
     /// encoding (docs/performance.md, "Traces").
     spare: Mutex<Vec<Vec<u8>>>,
     ids: RandomState,
@@ -278,7 +278,7 @@ impl Tracer {
                 datagram.clear();
                 datagram.extend_from_slice(DAEMON_HEADER);
                 datagram.extend_from_slice(if sampled { b"T1S" } else { b"T1U" });
-                // In SIMD: `base64`'s engine spent half a traced create's
+                // In SIMD: `base64`'s engine spent half a traced invocation's
                 // instructions here (docs/performance.md, "Traces").
                 base64_simd::STANDARD.encode_append(request, datagram);
                 if let Err(err) = self.socket.send(datagram) {

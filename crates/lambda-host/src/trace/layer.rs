@@ -192,6 +192,7 @@ where
 /// records it under `spans`' invocation, for a span made elsewhere (an
 /// AWS SDK call's) to hang under. Read through the registry of the
 /// subscriber in use, when it is `tracing_subscriber`'s `Registry`.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(super) fn current_parent(spans: &Spans) -> Option<[u8; 8]> {
     let (found, id) = current()?;
     found.same_invocation(spans).then_some(id)
@@ -199,6 +200,7 @@ pub(super) fn current_parent(spans: &Spans) -> Option<[u8; 8]> {
 
 /// The invocation of the `tracing` span the calling code runs in, and
 /// that span's id (its SERVER span's, for the worker's span).
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(super) fn current() -> Option<(Spans, [u8; 8])> {
     tracing::Span::current()
         .with_subscriber(|(id, dispatch)| {

@@ -6,8 +6,8 @@
 //! The host starts the tracer when Lambda's environment asks for traces,
 //! runs each invocation in a scope holding its context, and writes its
 //! SERVER span from the answer. A function adds:
-//! - [`interceptors`] on each AWS SDK client: the trace header on every
-//!   request, and a CLIENT span per call;
+//! - `interceptors()` (the `sdk` feature) on each AWS SDK client: the
+//!   trace header on every request, and a CLIENT span per call;
 //! - [`SpanDetails`] on its response: its route and its own annotations;
 //! - its `tracing` spans, through the [`layer()`] (already on the host's own
 //!   subscriber; added to the function's, when it installs one).
@@ -19,10 +19,10 @@
 //! interceptors (`aws/dynamodb.rs` with the `dynamodb` feature); `layer`
 //! the `tracing` layer.
 
-use aws_smithy_runtime_api::client::interceptors::SharedInterceptor;
 use lambda_http::tracing;
 use lambda_http::tracing::level_filters::LevelFilter;
 
+#[cfg(feature = "sdk")]
 mod aws;
 mod conventions;
 mod details;
@@ -62,6 +62,7 @@ pub(crate) fn init(env: &TraceEnv) {
 /// header on every request, each retry included; the second reports each
 /// call of a traced invocation as a CLIENT span, under the `tracing` span
 /// it was made in.
-pub fn interceptors() -> [SharedInterceptor; 2] {
+#[cfg(feature = "sdk")]
+pub fn interceptors() -> [aws_smithy_runtime_api::client::interceptors::SharedInterceptor; 2] {
     aws::interceptors()
 }

@@ -12,7 +12,9 @@
 use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::conventions::{AwsCall, SPANS_DROPPED};
+#[cfg(feature = "sdk")]
+use super::conventions::AwsCall;
+use super::conventions::SPANS_DROPPED;
 use super::details::{Annotation, SpanDetails};
 use super::exporter::{self, Tracer};
 use super::otlp::{
@@ -131,6 +133,7 @@ impl Spans {
     }
 
     /// Of the same invocation as `other`.
+    #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
     pub(super) fn same_invocation(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.batch, &other.batch)
     }
@@ -345,6 +348,7 @@ fn annotation(value: &Annotation) -> Value<'_> {
 
 /// A CLIENT span of an AWS SDK call, opened when the call starts and ended
 /// when it ends; one dropped unfinished ends as a timeout.
+#[cfg(feature = "sdk")]
 #[derive(Debug)]
 pub(super) struct Call {
     spans: Spans,
@@ -356,6 +360,7 @@ pub(super) struct Call {
 }
 
 /// How a call ended.
+#[cfg(feature = "sdk")]
 #[derive(Debug, Default)]
 pub(super) struct Ending<'a> {
     pub(super) status: Option<u16>,
@@ -372,6 +377,7 @@ pub(super) const ABANDONED: (&str, &str) = (
     "abandoned before it finished: the invocation's time ran out first",
 );
 
+#[cfg(feature = "sdk")]
 impl Call {
     /// A CLIENT span of `spans`' invocation under `parent` (its SERVER
     /// span's id, or that of the `tracing` span the call was made in).
@@ -425,6 +431,7 @@ impl Call {
     }
 }
 
+#[cfg(feature = "sdk")]
 impl Drop for Call {
     fn drop(&mut self) {
         if !self.ended {

@@ -8,8 +8,9 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use lambda_host::test_util::daemon::{Daemon, Datagram, attributes, hex};
@@ -19,22 +20,51 @@ use serde_json::{Value, json};
 
 use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted, by_request_id};
 
-/// An example's binary, as `cargo build --examples` makes it (`make unit`
-/// builds them first; `cargo test --all-targets` builds examples as test
-/// harnesses, which run no `main`).
+/// An example's binary, as `cargo build --examples` makes it (`cargo test
+/// --all-targets` builds examples as test harnesses, which run no `main`).
+/// The first call builds them all, once, with the cargo running these
+/// tests, into its target directory and profile: `cargo test` alone is
+/// enough, with no build step before it.
 pub(crate) fn example(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let tests = std::env::current_exe().expect("the test binary's path");
     let profile = tests
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target/<profile>/deps");
-    let binary = profile.join("examples").join(name);
-    assert!(
-        binary.exists(),
-        "{} is not built: run `cargo build -p lambda-host --examples` first (make unit does)",
-        binary.display()
-    );
-    binary
+    let built = BUILT.get_or_init(|| build_examples(profile));
+    if let Err(err) = built {
+        panic!("the examples did not build: {err}");
+    }
+    profile.join("examples").join(name)
+}
+
+/// `cargo build -p lambda-host --examples` into the target directory and
+/// profile of `profile` (`target/debug`, `target/release`, ...).
+fn build_examples(profile: &Path) -> Result<(), String> {
+    let target_dir = profile.parent().ok_or("no target directory")?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let mut command = Command::new(cargo);
+    command
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "lambda-host",
+            "--examples",
+            "--target-dir",
+        ])
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    match profile.file_name().and_then(|name| name.to_str()) {
+        Some("debug") => {}
+        Some(other) => {
+            command.args(["--profile", other]);
+        }
+        None => return Err(format!("{} names no profile", profile.display())),
+    }
+    let status = command.status().map_err(|err| err.to_string())?;
+    status.success().then_some(()).ok_or_else(|| status.to_string())
 }
 
 /// An HTTP API event for `GET path`.

@@ -4,9 +4,7 @@
 //! each front door with exactly the JSON `lambda_http`'s own response
 //! conversion wrote (pinned byte for byte).
 
-use futures_util::FutureExt;
 use lambda_host::envelope::{self, Decoded};
-use lambda_host::test_util::front_doors::request_parts;
 use lambda_http::http::StatusCode;
 use lambda_http::http::header::{
     CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue, SET_COOKIE, VARY, WWW_AUTHENTICATE,
@@ -14,6 +12,8 @@ use lambda_http::http::header::{
 use lambda_http::{Body, Response};
 use proptest::prelude::*;
 use serde_json::{Value, json};
+
+use lambda_host::test_util::request_parts;
 
 fn decode(event: &str) -> Decoded {
     envelope::decode(event.as_bytes()).unwrap_or_else(|err| panic!("{err}: {event}"))
@@ -31,11 +31,16 @@ fn every_sample_event_decodes_to_the_request_lambda_http_makes_of_it() {
     let mut seen = 0;
     for entry in std::fs::read_dir(dir).expect("tests/data/") {
         let path = entry.expect("an entry").path();
+        // `lambda_http` reads no VPC Lattice payload 1.0: compared below
+        // with its payload 2.0 twin.
+        if path.ends_with("vpc-lattice-v1.json") {
+            continue;
+        }
         let event = std::fs::read_to_string(&path).expect("readable");
         assert_decoded_as_lambda_http_does(&event);
         seen += 1;
     }
-    assert!(seen >= 7, "{seen} events");
+    assert!(seen >= 9, "{seen} events");
 }
 
 /// Well-formed values for each field: what a front door sends.
@@ -214,12 +219,74 @@ proptest! {
     }
 }
 
+/// A VPC Lattice payload 1.0 event (`lambda_http` reads none) becomes the
+/// request its payload 2.0 twin becomes, with `lambda_http`'s reading of
+/// the twin: the same method, URI, headers (a comma-separated value split
+/// into values, as `aws_lambda_events` reads payload 1.0), query and body,
+/// and no request context, since payload 1.0 carries none.
+#[test]
+fn a_vpc_lattice_v1_event_decodes_as_lambda_http_decodes_its_v2_twin() {
+    let v1 = decode(&crate::data("vpc-lattice-v1.json"));
+    // Payload 1.0 keeps the last value of a repeated query parameter.
+    let twin = crate::data("vpc-lattice-v2.json").replace(r#"["aroid", "fern"]"#, r#"["fern"]"#);
+    let theirs = lambda_http::request::from_str(&twin).expect("a VPC Lattice event");
+
+    let mut ours = request_parts(&v1.request);
+    let mut theirs = request_parts(&theirs);
+    assert_eq!(ours["request_context"], Value::Null);
+    ours["request_context"] = Value::Null;
+    theirs["request_context"] = Value::Null;
+    assert_eq!(ours, theirs);
+    assert_eq!(v1.origin, envelope::FrontDoor::VpcLattice);
+}
+
+/// A header list as VPC Lattice's payload 2.0 sends it.
+fn lattice_headers(headers: &Value) -> Value {
+    multi_value(headers)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn a_well_formed_vpc_lattice_v2_event_decodes_as_lambda_http_decodes_it(
+        raw_path in path(), host in host(), proto in proto(),
+        headers in proptest::collection::vec(header(), 0..4),
+        // One name: a query map's order is a hash map's.
+        query in proptest::option::of(proptest::collection::vec("[A-Za-z0-9%+]{0,6}", 1..3)),
+        (body, base64) in body(), method in proptest::option::of(proptest::sample::select(vec!["POST", "GET", "DELETE"])),
+        identity in proptest::bool::ANY,
+    ) {
+        let headers = headers_json(&host, proto, &headers);
+        let mut event = json!({
+            "version": "2.0",
+            "path": raw_path,
+            "headers": lattice_headers(&headers),
+            "queryStringParameters": query.map_or(json!({}), |values| json!({ "q": values })),
+            "body": body,
+            "isBase64Encoded": base64,
+            "requestContext": {
+                "serviceNetworkArn": "arn:aws:vpc-lattice:us-east-1:123456789012:servicenetwork/sn-0123456789abcdef0",
+                "serviceArn": "arn:aws:vpc-lattice:us-east-1:123456789012:service/svc-0123456789abcdef0",
+                "targetGroupArn": "arn:aws:vpc-lattice:us-east-1:123456789012:targetgroup/tg-0123456789abcdef0",
+                "region": "us-east-1",
+                "timeEpoch": "1763716480455123"
+            }
+        });
+        if let Some(method) = method {
+            event["method"] = json!(method);
+        }
+        if identity {
+            event["requestContext"]["identity"] = json!({ "type": "AWS_IAM", "principal": "arn:aws:iam::123456789012:role/r" });
+        }
+        assert_decoded_as_lambda_http_does(&event.to_string());
+    }
+}
+
 /// The JSON `envelope::encode` answers an event of this file with.
 fn encoded(file: &str, response: Response<Body>) -> String {
     let origin = decode(&crate::data(file)).origin;
-    let json = envelope::encode(origin, response)
-        .now_or_never()
-        .expect("encoding never waits");
+    let json = envelope::encode(origin, response);
     String::from_utf8(json).expect("UTF-8")
 }
 
@@ -250,6 +317,7 @@ fn handler_response() -> Response<Body> {
 
 const HANDLER_REST: &str = r#"{"statusCode":401,"headers":{},"multiValueHeaders":{"content-type":["application/json"],"cache-control":["no-store"],"x-content-type-options":["nosniff"],"x-request-id":["c6af9ac6-7b61-11e6-9a41-93e8deadbeef"],"www-authenticate":["Bearer realm=\"items\""]},"body":"{\"error\":\"unauthorized\",\"message\":\"no credentials\"}","isBase64Encoded":false}"#;
 const HANDLER_HTTP: &str = r#"{"statusCode":401,"headers":{"content-type":"application/json","cache-control":"no-store","x-content-type-options":"nosniff","x-request-id":"c6af9ac6-7b61-11e6-9a41-93e8deadbeef","www-authenticate":"Bearer realm=\"items\""},"multiValueHeaders":{},"body":"{\"error\":\"unauthorized\",\"message\":\"no credentials\"}","isBase64Encoded":false,"cookies":[]}"#;
+const HANDLER_LATTICE: &str = r#"{"isBase64Encoded":false,"statusCode":401,"headers":{"content-type":"application/json","cache-control":"no-store","x-content-type-options":"nosniff","x-request-id":"c6af9ac6-7b61-11e6-9a41-93e8deadbeef","www-authenticate":"Bearer realm=\"items\""},"body":"{\"error\":\"unauthorized\",\"message\":\"no credentials\"}"}"#;
 const HANDLER_ALB: &str = r#"{"statusCode":401,"statusDescription":"401 Unauthorized","headers":{"content-type":"application/json","cache-control":"no-store","x-content-type-options":"nosniff","x-request-id":"c6af9ac6-7b61-11e6-9a41-93e8deadbeef","www-authenticate":"Bearer realm=\"items\""},"multiValueHeaders":{"content-type":["application/json"],"cache-control":["no-store"],"x-content-type-options":["nosniff"],"x-request-id":["c6af9ac6-7b61-11e6-9a41-93e8deadbeef"],"www-authenticate":["Bearer realm=\"items\""]},"body":"{\"error\":\"unauthorized\",\"message\":\"no credentials\"}","isBase64Encoded":false}"#;
 
 #[test]
@@ -261,6 +329,8 @@ fn each_front_door_is_answered_in_its_own_format() {
         ("http-api-custom-domain.json", HANDLER_HTTP),
         ("function-url.json", HANDLER_HTTP),
         ("alb.json", HANDLER_ALB),
+        ("vpc-lattice-v2.json", HANDLER_LATTICE),
+        ("vpc-lattice-v1.json", HANDLER_LATTICE),
     ] {
         assert_eq!(encoded(file, handler_response()), expected, "{file}");
     }
@@ -296,6 +366,11 @@ fn repeated_headers_cookies_and_reasonless_statuses_keep_their_front_doors_shape
             r#"{"statusCode":418,"headers":{"vary":"origin"},"multiValueHeaders":{},"body":"","isBase64Encoded":false,"cookies":["a=1; Secure","b=2"]}"#,
         ),
         (
+            "vpc-lattice-v2.json",
+            418,
+            r#"{"isBase64Encoded":false,"statusCode":418,"headers":{"vary":"origin","set-cookie":"a=1; Secure"},"body":""}"#,
+        ),
+        (
             "alb.json",
             418,
             r#"{"statusCode":418,"statusDescription":"418 I'm a teapot","headers":{"vary":"origin","set-cookie":"a=1; Secure"},"multiValueHeaders":{"vary":["origin","accept"],"set-cookie":["a=1; Secure","b=2"]},"body":"","isBase64Encoded":false}"#,
@@ -328,6 +403,10 @@ fn a_byte_body_is_sent_base64_encoded() {
         (
             "alb.json",
             r#"{"statusCode":200,"statusDescription":"200 OK","headers":{"content-type":"application/octet-stream"},"multiValueHeaders":{"content-type":["application/octet-stream"]},"body":"AJ+Slg==","isBase64Encoded":true}"#,
+        ),
+        (
+            "vpc-lattice-v2.json",
+            r#"{"isBase64Encoded":true,"statusCode":200,"headers":{"content-type":"application/octet-stream"},"body":"AJ+Slg=="}"#,
         ),
     ] {
         let mut response = Response::new(Body::from(vec![0_u8, 159, 146, 150]));

@@ -1,4 +1,4 @@
-//! The invocation loop under the stand-in Runtime API (`runtime_fake.rs`),
+//! The invocation loop under the stand-in Runtime API (`test_util::runtime_api`),
 //! in this process, with services that record what they were given: one
 //! invocation at a time as on classic Lambda, and several at once as on
 //! Lambda Managed Instances.
@@ -6,7 +6,7 @@
 use std::convert::Infallible;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::FutureExt;
 use lambda_host::{Concurrency, Lambda};
@@ -399,17 +399,41 @@ async fn a_panic_fails_only_its_own_invocation_and_every_worker_serves_on() {
     }
 }
 
-#[tokio::test]
-async fn a_service_that_never_answers_is_failed_by_the_loop_at_its_cut_and_the_next_invocation_served() {
-    let stuck = Invocation::new("stuck", http_event("stuck")).due_in(Duration::from_millis(400));
+/// `margin` before the deadline of the request's invocation, on tokio's
+/// clock (paused in the tests that use it, so that only the order of the
+/// timers counts, not how busy the machine is).
+fn before_deadline(request: &Request, margin: Duration) -> tokio::time::Instant {
+    let deadline_ms = request.lambda_context_ref().expect("a context").deadline;
+    let deadline = UNIX_EPOCH + Duration::from_millis(deadline_ms);
+    let left = deadline
+        .duration_since(SystemTime::now())
+        .expect("a deadline ahead");
+    tokio::time::Instant::from_std(std::time::Instant::now() + left - margin)
+}
+
+/// The loop's cut lies between the handler's margin (250 ms before the
+/// deadline) and the deadline, at 100 ms before it: a service that answers
+/// 150 ms before its deadline is answered, one that would answer 50 ms
+/// before it is failed by the loop, and one that never answers too. On a
+/// paused clock the timers fire in their order whatever the load, so a
+/// cut at the deadline or after it, or with no margin, answers the second
+/// (and a cut too early fails the first).
+#[tokio::test(start_paused = true)]
+async fn the_loop_cuts_a_service_between_its_own_margin_and_the_deadline_and_serves_on() {
+    let in_time = Invocation::new("in-time", http_event("150")).due_in(Duration::from_secs(30));
+    let late = Invocation::new("late", http_event("50")).due_in(Duration::from_secs(30));
+    let stuck = Invocation::new("stuck", http_event("stuck")).due_in(Duration::from_secs(30));
     let next = Invocation::new("after-stuck", http_event("fine"));
-    let api = FakeRuntimeApi::start(vec![stuck.clone(), next.clone()]);
+    let api = FakeRuntimeApi::start(vec![in_time.clone(), late.clone(), stuck.clone(), next.clone()]);
 
     let ended = serve(&api, |request: Request| async move {
-        if request.body().as_ref() == b"stuck" {
-            std::future::pending::<()>().await;
+        let body = String::from_utf8_lossy(request.body().as_ref()).into_owned();
+        match body.parse::<u64>() {
+            Ok(ms) => tokio::time::sleep_until(before_deadline(&request, Duration::from_millis(ms))).await,
+            Err(_) if body == "stuck" => std::future::pending::<()>().await,
+            Err(_) => {}
         }
-        Response::new(Body::from("fine"))
+        Response::new(Body::from(body))
     })
     .await;
 
@@ -418,68 +442,114 @@ async fn a_service_that_never_answers_is_failed_by_the_loop_at_its_cut_and_the_n
         "the Runtime API answered 403 Forbidden to next"
     );
     let answered: Vec<Posted> = api.posted.try_iter().collect();
-    let failed = answer_for(&answered, &stuck);
-    assert!(failed.path.ends_with("/error"), "{}", failed.path);
-    // The loop's backstop answered for it.
-    assert_eq!(
-        failed.body,
-        json!({ "errorType": "Runtime.DeadlineExceeded", "errorMessage": "the service had not answered shortly before the invocation's deadline" })
-    );
-    // Not before the loop's cut, BACKSTOP_MARGIN (100 ms) before the
-    // deadline: a timer never fires early, and a busy machine only makes
-    // it later. That the cut lies before the deadline is deadline.rs's to
-    // hold (a const assertion, and tests with an injected clock).
-    let ahead_ms = failed.ahead_of_deadline_ms(&stuck);
-    assert!(
-        ahead_ms <= 100,
-        "failed {ahead_ms} ms before its deadline, before the loop's cut"
-    );
+    let cut = json!({ "errorType": "Runtime.DeadlineExceeded", "errorMessage": "the service had not answered shortly before the invocation's deadline" });
+    let answer = answer_for(&answered, &in_time);
+    assert!(answer.path.ends_with("/response"), "150 ms before: {answer:?}");
+    assert_eq!(answer.body["body"], "150");
+    for cut_short in [&late, &stuck] {
+        let failed = answer_for(&answered, cut_short);
+        assert!(failed.path.ends_with("/error"), "{}: {failed:?}", cut_short.id);
+        assert_eq!(failed.body, cut, "{}", cut_short.id);
+    }
     assert_eq!(answer_for(&answered, &next).body["statusCode"], 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_one_worker_the_work_spawned_behind_an_answer_ends_before_the_next_next_and_with_eight_it_is_not_awaited()
- {
-    for workers in [1_u32, 8] {
-        let sent: Vec<Invocation> = (0..3)
-            .map(|n| Invocation::new(&format!("settle-{workers}-{n}"), http_event("fine")))
-            .collect();
-        // Eight workers: every `next` is held until all eight are parked.
-        let api = Arc::new(Mutex::new(FakeRuntimeApi::holding(sent, workers as usize)));
-        let uri = api.lock().expect("api").uri();
-        // How many `next` calls the stand-in had seen when each work ended.
-        let seen: Arc<Mutex<Vec<usize>>> = Arc::default();
-        let work: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
-        let service = {
-            let (api, seen, work) = (api.clone(), seen.clone(), work.clone());
-            service_fn(move |_request: Request| {
-                let (api, seen) = (api.clone(), seen.clone());
-                let behind = lambda_host::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    let nexts = api.lock().expect("api").nexts().len();
-                    seen.lock().expect("seen").push(nexts);
-                });
-                work.lock().expect("work").push(behind);
-                std::future::ready(Ok::<_, Infallible>(Response::new(Body::from("fine"))))
-            })
-        };
+async fn with_one_worker_the_work_spawned_behind_an_answer_ends_before_the_next_next() {
+    let sent: Vec<Invocation> = (0..3)
+        .map(|n| Invocation::new(&format!("settle-{n}"), http_event("fine")))
+        .collect();
+    // Shared with the work behind each answer (the stand-in is not `Sync`).
+    let api = Arc::new(Mutex::new(FakeRuntimeApi::start(sent)));
+    let uri = api.lock().expect("api").uri();
+    // How many `next` calls the stand-in had seen when each work ended.
+    let seen: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let work: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+    let service = {
+        let (api, seen, work) = (api.clone(), seen.clone(), work.clone());
+        service_fn(move |_request: Request| {
+            let (api, seen) = (api.clone(), seen.clone());
+            let behind = lambda_host::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let nexts = api.lock().expect("api").nexts().len();
+                seen.lock().expect("seen").push(nexts);
+            });
+            work.lock().expect("work").push(behind);
+            std::future::ready(Ok::<_, Infallible>(Response::new(Body::from("fine"))))
+        })
+    };
 
-        let _ = Lambda::new(uri, function_config())
-            .with_concurrency(Concurrency::new(NonZeroU32::new(workers).expect("a concurrency")))
-            .serve(service)
-            .await;
-        let behind: Vec<_> = work.lock().expect("work").drain(..).collect();
-        for work in behind {
-            work.await.expect("the work ended");
-        }
-
-        let seen = seen.lock().expect("seen").clone();
-        if workers == 1 {
-            // Each work ended before the `next` after its answer.
-            assert_eq!(seen, [1, 2, 3]);
-        } else {
-            assert_eq!(seen.len(), 3);
-            assert!(seen.iter().all(|&nexts| nexts >= 8), "{seen:?}");
-        }
+    let _ = Lambda::new(uri, function_config()).serve(service).await;
+    let behind: Vec<_> = work.lock().expect("work").drain(..).collect();
+    for work in behind {
+        work.await.expect("the work ended");
     }
+
+    // Each work ended before the `next` after its answer.
+    assert_eq!(*seen.lock().expect("seen"), [1, 2, 3]);
+}
+
+/// On Managed Instances nothing is frozen, so a worker takes its next
+/// invocation while the work spawned behind its answer still runs: the
+/// work ends only once it has seen its worker's `next` parked beside the
+/// seven others. A worker that awaited it would never park, and the work
+/// gives up (after 10 s) and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_eight_workers_the_work_spawned_behind_an_answer_is_not_awaited() {
+    let api = Arc::new(Mutex::new(FakeRuntimeApi::open(Vec::new())));
+    let uri = api.lock().expect("api").uri();
+    let parked = {
+        let api = api.clone();
+        move || api.lock().expect("api").parked()
+    };
+    let (saw, seen) = tokio::sync::oneshot::channel::<bool>();
+    let saw = Arc::new(Mutex::new(Some(saw)));
+    let service = {
+        let (parked, saw) = (parked.clone(), saw.clone());
+        service_fn(move |_request: Request| {
+            let (parked, saw) = (parked.clone(), saw.clone());
+            lambda_host::spawn(async move {
+                let parked_again = async {
+                    while parked() < 8 {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                };
+                let parked = tokio::time::timeout(Duration::from_secs(10), parked_again)
+                    .await
+                    .is_ok();
+                if let Some(saw) = saw.lock().expect("saw").take() {
+                    let _ = saw.send(parked);
+                }
+            });
+            std::future::ready(Ok::<_, Infallible>(Response::new(Body::from("fine"))))
+        })
+    };
+    let serving = tokio::spawn(
+        Lambda::new(uri, function_config())
+            .with_concurrency(Concurrency::new(NonZeroU32::new(8).expect("eight")))
+            .serve(service),
+    );
+    let started = std::time::Instant::now();
+    while parked() < 8 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "eight workers park their next"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    api.lock()
+        .expect("api")
+        .push(Invocation::new("behind", http_event("fine")));
+    let parked_while_the_work_ran = seen.await.expect("the work ran");
+    api.lock().expect("api").close();
+    let _ = serving.await.expect("the loop ended");
+
+    assert!(
+        parked_while_the_work_ran,
+        "the worker waited for the work spawned behind its answer before its next"
+    );
+    let answered = api.lock().expect("api").next_post();
+    assert_eq!(answered.request_id(), "behind");
+    assert!(answered.path.ends_with("/response"), "{}", answered.path);
 }

@@ -377,13 +377,37 @@ proptest::proptest! {
     #[test]
     fn a_plain_host_is_located_as_the_full_check_locates_it(
         scheme in "(https|http|ftp|HTTPS|)",
-        host in "[a-zA-Z0-9.:@/?#%\\[\\]-]{0,24}",
-        path in "[a-z/?#%. ]{0,12}",
+        host in "[a-zA-Z0-9.:@/?#%\\[\\]-]{0,24}|([a-z0-9-]{1,5}\\.|xn--[a-z]{1,2}\\.|[A-Z]\\.|\\.){0,3}([a-z][a-z0-9-]{0,5}|[A-Z]{1,3}|[0-9]{1,3}|0x[0-9a-f]{1,2}|xn--[a-z]{1,3})\\.?(:(0|443|80|8080|0?[0-9]{1,6})?)?",
+        path in "[a-z/?#%. ]{0,12}|([a-zA-Z0-9/?#%.~!$&'()*+,;=:@\\\\ ^|-]{0,12})|(/(\\.|%2[eE]|\\.%2[eE]|%2[eE]\\.|\\.\\.|\\.\\.\\.|x|%2[eE]%2[eE])){1,4}/?",
     ) {
         let checked = bare(&scheme, &host)
             .then(|| Url::parse(&format!("{scheme}://{host}{path}")).ok().map(String::from))
             .flatten();
         proptest::prop_assert_eq!(absolute(&scheme, &host, &path), checked);
+        let relative_checked = Url::parse(&format!("http://localhost{path}")).ok().map(|url| url.path().to_owned());
+        proptest::prop_assert_eq!(relative(&path), relative_checked);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    /// A URL written without `url` is the one `url` writes, for hosts and
+    /// paths near the edge of what is written as it is: ports (default,
+    /// leading zero, out of range), numbers and punycode as the last
+    /// label, dot segments plain and percent-encoded.
+    #[test]
+    fn a_url_written_as_it_is_is_the_one_url_writes(
+        scheme in "(https|http)",
+        host in "([a-z0-9-]{1,5}\\.|xn--[a-z]\\.){0,2}([a-z][a-z0-9-]{0,4}|[0-9]{1,3}|0x[0-9a-f]|A[a-z])(:(0|443|80|8080|0?[0-9]{1,5}))?",
+        path in "(/([a-zA-Z0-9._~!$&'()*+,;=:@%-]{0,4}|\\.|\\.\\.|%2[eE]|\\.%2[eE]|%2[eE]%2[eE])){0,4}",
+    ) {
+        let checked = bare(&scheme, &host)
+            .then(|| Url::parse(&format!("{scheme}://{host}{path}")).ok().map(String::from))
+            .flatten();
+        proptest::prop_assert_eq!(absolute(&scheme, &host, &path), checked);
+        let relative_checked = Url::parse(&format!("http://localhost{path}")).ok().map(|url| url.path().to_owned());
+        proptest::prop_assert_eq!(relative(&path), relative_checked);
     }
 }
 
@@ -401,5 +425,329 @@ fn hosts_as_front_doors_send_them_take_the_shortcut_and_others_do_not() {
         assert_eq!(plain("https", host, "/orders"), plain_host, "{host}");
     }
     assert!(!plain("ftp", "host", "/"), "only http and https");
+    for (scheme, host, path, url) in [
+        (
+            "https",
+            "api.example.com",
+            "/orders",
+            "https://api.example.com/orders",
+        ),
+        (
+            "https",
+            "api.example.com:443",
+            "/orders",
+            "https://api.example.com/orders",
+        ),
+        ("http", "localhost:80", "", "http://localhost/"),
+        ("http", "localhost:9000", "/a/%2e%2E/b", "http://localhost:9000/b"),
+        (
+            "https",
+            "API.example.com",
+            "/a b",
+            "https://api.example.com/a%20b",
+        ),
+        ("https", "127.1", "/", "https://127.0.0.1/"),
+    ] {
+        assert_eq!(
+            absolute(scheme, host, path).as_deref(),
+            Some(url),
+            "{scheme} {host} {path}"
+        );
+    }
     assert!(!plain("https", "host", "x"), "a path that does not end the host");
+}
+
+/// What a decoding gives, as one value: the request's parts, what was set
+/// aside, the API path and the front door; or the refusal's line.
+fn outcome(decoded: Result<Decoded, UnsupportedEvent>) -> Value {
+    match decoded {
+        Ok(decoded) => json!({
+            "request": with_query_sorted(crate::test_util::request_parts(&decoded.request)),
+            "repairs": format!("{:?}", decoded.request.extensions().get::<Repairs>()),
+            "api_path": decoded.request.extensions().get::<ApiPath>().map(ApiPath::as_str),
+            "origin": format!("{:?}", decoded.origin),
+        }),
+        Err(err) => json!({ "refused": err.to_string() }),
+    }
+}
+
+/// A query map is a hash map: the order of the URI's query, written
+/// from one, differs from map to map.
+fn with_query_sorted(mut parts: Value) -> Value {
+    let uri = parts["uri"].as_str().expect("a URI").to_owned();
+    if let Some((base, query)) = uri.split_once('?') {
+        let mut pairs: Vec<&str> = query.split('&').collect();
+        pairs.sort_unstable();
+        parts["uri"] = json!(format!("{base}?{}", pairs.join("&")));
+    }
+    parts
+}
+
+/// The decoder and the one it replaced give the same request, or the
+/// same refusal, under both stage settings.
+fn assert_decoded_as_before(payload: &[u8]) {
+    for stage in [Stage::InPath, Stage::Ignored] {
+        let decoded = decode_with(payload, stage);
+        // The reference panics on a query parameter given an empty list
+        // of values (`QueryMap` cannot write one): the decoder drops it.
+        let Ok(before) = std::panic::catch_unwind(|| reference::decode_with(payload, stage)) else {
+            continue;
+        };
+        // The reference predates VPC Lattice: it refused every such event.
+        if let (Ok(decoded), Err(_)) = (&decoded, &before)
+            && decoded.origin == FrontDoor::VpcLattice
+        {
+            continue;
+        }
+        assert_eq!(
+            outcome(decoded),
+            outcome(before),
+            "{stage:?} {}",
+            String::from_utf8_lossy(payload)
+        );
+    }
+}
+
+fn sample_events() -> Vec<(String, Vec<u8>)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut events = Vec::new();
+    for dir in [root.join("../../events"), root.join("tests/data")] {
+        for entry in std::fs::read_dir(&dir).expect("a folder of events") {
+            let path = entry.expect("an entry").path();
+            // The reference predates VPC Lattice.
+            let lattice = path.to_string_lossy().contains("vpc-lattice");
+            if path.extension().is_some_and(|ext| ext == "json") && !lattice {
+                let event = std::fs::read(&path).expect("readable");
+                events.push((path.display().to_string(), event));
+            }
+        }
+    }
+    events
+}
+
+#[test]
+fn every_sample_event_is_decoded_as_before() {
+    let events = sample_events();
+    assert!(events.len() >= 28, "{} events", events.len());
+    for (_, event) in &events {
+        assert_decoded_as_before(event);
+    }
+}
+
+#[test]
+fn refusals_and_repairs_are_as_before() {
+    for payload in [
+        &b""[..],
+        b"not JSON",
+        b"[]",
+        b"{}",
+        b"null",
+        b"{} x",
+        br#"{"httpMethod":"POST"}"#,
+        br#"{"httpMethod":null,"requestContext":{"http":{"method":"GET"}}}"#,
+        br#"{"headers":{},"headers":{}}"#,
+        br#"{"Records":[{"messageId":"1","eventSource":"aws:sqs","body":"{}"}]}"#,
+        b"{\"headers\": {\"a\": tru}}",
+        b"{\"headers\": \"\xff\"}",
+        b"{\"requestContext\": {\"http\": {\"method\": \"GET\"}}, \"unknown\": \"\xff\"}",
+    ] {
+        assert_decoded_as_before(payload);
+    }
+}
+
+/// A REST API event whose two header members mirror each other is read
+/// once; one that does not, in any way, is merged as before.
+#[test]
+fn header_members_that_mirror_each_other_or_not_merge_as_before() {
+    let event = |single: &str, multi: &str| {
+        format!(
+            r#"{{"resource": "/items", "path": "/items", "httpMethod": "POST", "headers": {single}, "multiValueHeaders": {multi}, "requestContext": {{"stage": "prod", "resourcePath": "/items", "httpMethod": "POST", "path": "/prod/items", "domainName": "api.example.com"}}, "body": null, "isBase64Encoded": false}}"#
+        )
+    };
+    for (single, multi) in [
+        (
+            r#"{"Host": "a.example.com", "X-A": "1"}"#,
+            r#"{"Host": ["a.example.com"], "X-A": ["1"]}"#,
+        ),
+        (
+            r#"{"Host": "a.example.com", "host": "b.example.com"}"#,
+            r#"{"Host": ["a.example.com"], "host": ["b.example.com"]}"#,
+        ),
+        (
+            r#"{"X-A": "1", "x-a": "2", "X-B": "3"}"#,
+            r#"{"X-A": ["1"], "x-a": ["2"], "X-B": ["3"]}"#,
+        ),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["1", "2"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["1", "\u0001"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["2"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["1\u0001"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": ["1"], "X-B": ["\u0001"]}"#),
+        (r#"{"X-A": "1", "X-B": "2"}"#, r#"{"X-B": ["2"], "X-A": ["1"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"x-a": ["1"]}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": "1"}"#),
+        (r#"{"X-A": "1"}"#, r#"{"X-A": [[49]]}"#),
+        (r#"{"X-A": "1"}"#, "null"),
+        ("{}", "{}"),
+    ] {
+        assert_decoded_as_before(event(single, multi).as_bytes());
+    }
+}
+
+/// A query parameter given an empty list of values, which `QueryMap`
+/// panics on when it writes the query, is dropped, at any front door.
+#[test]
+fn a_query_parameter_with_an_empty_list_of_values_is_dropped_not_a_panic() {
+    let context = r#"{"stage": "prod", "resourcePath": "/items", "httpMethod": "POST", "domainName": "api.example.com"}"#;
+    for (case, event, uri) in [
+        (
+            "REST API",
+            format!(r#"{{"path": "/items", "httpMethod": "POST", "multiValueQueryStringParameters": {{"a": [ ], "b": ["1"], "c": ["2"], "c": [{blank}]}}, "requestContext": {context}}}"#, blank = "\n\t "),
+            "https://api.example.com/prod/items?b=1",
+        ),
+        (
+            "ALB",
+            r#"{"path": "/items", "httpMethod": "GET", "queryStringParameters": {"a": [], "b": "1"}, "requestContext": {"elb": {}}}"#.to_owned(),
+            "/items?b=1",
+        ),
+        (
+            "VPC Lattice",
+            r#"{"path": "/items", "method": "GET", "queryStringParameters": {"a": [], "b": ["1"]}, "requestContext": {"serviceNetworkArn": "", "serviceArn": "", "targetGroupArn": "", "region": "", "timeEpoch": ""}}"#.to_owned(),
+            "/items?b=1",
+        ),
+    ] {
+        let decoded = decode(event.as_bytes()).unwrap_or_else(|err| panic!("{case}: {err}"));
+        assert_eq!(decoded.request.uri().to_string(), uri, "{case}");
+        let parameters = decoded.request.query_string_parameters_ref().expect("parameters");
+        assert_eq!(parameters.all("a"), None, "{case}");
+    }
+}
+
+/// Any JSON value a hand-made event could hold in a member.
+fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        proptest::bool::ANY.prop_map(Value::from),
+        (-3_i64..300).prop_map(Value::from),
+        Just(json!(1.5)),
+        "[ -~é]{0,8}".prop_map(Value::from),
+        Just(json!("")),
+        Just(json!("GET")),
+        Just(json!("/items")),
+        Just(json!("a, b")),
+        Just(json!("eyJpZCI6MX0=")),
+    ];
+    let nested = leaf.clone().prop_recursive(2, 12, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-zA-Z-]{1,6}|host|Host|x-forwarded-proto", inner, 0..4)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    });
+    prop_oneof![2 => Just(Value::Null), 3 => leaf, 3 => nested]
+}
+
+const MEMBERS: &[&str] = &[
+    "httpMethod",
+    "method",
+    "resource",
+    "path",
+    "rawPath",
+    "raw_path",
+    "rawQueryString",
+    "version",
+    "routeKey",
+    "type",
+    "methodArn",
+    "identitySource",
+    "authorizationToken",
+    "cookies",
+    "queryStringParameters",
+    "query_string_parameters",
+    "multiValueQueryStringParameters",
+    "pathParameters",
+    "stageVariables",
+    "requestContext",
+    "body",
+    "isBase64Encoded",
+    "is_base64_encoded",
+    "headers",
+    "multiValueHeaders",
+    "unknown",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+    /// Each sample event with members changed to any value, removed, or
+    /// changed inside the headers and the request context: the same
+    /// request or the same refusal as before.
+    #[test]
+    fn a_changed_sample_event_is_decoded_or_refused_as_before(
+        sample in 0..1000_usize,
+        changes in proptest::collection::vec(
+            (proptest::sample::select(MEMBERS), proptest::option::of(any_value()), 0..5_u8),
+            1..4,
+        ),
+    ) {
+        let events = sample_events();
+        let (_, event) = &events[sample % events.len()];
+        let mut event: Value = serde_json::from_slice(event).expect("JSON");
+        for (member, value, depth) in changes {
+            // Mostly the event's own members; else its Host, or a member
+            // of its request context.
+            let target = match depth {
+                3 => event.get_mut("headers"),
+                4 => event.get_mut("requestContext"),
+                _ => Some(&mut event),
+            };
+            let Some(Value::Object(target)) = target else { continue };
+            let key = match depth {
+                3 => "host",
+                4 => ["http", "stage", "domainName", "elb"][member.len() % 4],
+                _ => member,
+            };
+            match value {
+                Some(value) => { target.insert(key.to_owned(), value); }
+                None => { target.remove(key); }
+            }
+        }
+        assert_decoded_as_before(event.to_string().as_bytes());
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// VPC Lattice's events (which the reference refused) with members
+    /// changed to any value: a request or a refusal, never a panic.
+    #[test]
+    fn a_changed_vpc_lattice_event_is_decoded_or_refused_without_a_panic(
+        v1 in proptest::bool::ANY,
+        changes in proptest::collection::vec(
+            (proptest::sample::select(MEMBERS), proptest::option::of(any_value()), 0..4_u8),
+            1..4,
+        ),
+    ) {
+        let file = if v1 { "vpc-lattice-v1.json" } else { "vpc-lattice-v2.json" };
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
+        let mut event: Value = serde_json::from_slice(&std::fs::read(path).expect("readable")).expect("JSON");
+        for (member, value, depth) in changes {
+            let target = match depth {
+                3 => event.get_mut(if v1 { "headers" } else { "requestContext" }),
+                _ => Some(&mut event),
+            };
+            let Some(Value::Object(target)) = target else { continue };
+            match value {
+                Some(value) => { target.insert(member.to_owned(), value); }
+                None => { target.remove(member); }
+            }
+        }
+
+        let decoded = decode(event.to_string().as_bytes());
+
+        if let Ok(decoded) = decoded {
+            proptest::prop_assert!(decoded.request.extensions().get::<Repairs>().is_some());
+        }
+    }
 }

@@ -61,7 +61,7 @@ pub(super) fn close(context: &FinalizerInterceptorContextRef<'_>, cfg: &ConfigBa
     let response = context.response();
     let status = response.map(|response| response.status().as_u16());
     // Found by walking the few headers: `get` would parse the name
-    // against every standard header's, code a traced create otherwise
+    // against every standard header's, code a traced invocation otherwise
     // never runs (docs/performance.md, "Traces").
     let header = |wanted: &str| {
         let (_, value) = response?

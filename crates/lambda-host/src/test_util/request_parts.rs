@@ -1,5 +1,6 @@
 //! A request as one JSON value, for tests that compare the host's decoding
-//! of a front door's event with `lambda_http`'s.
+//! of a front door's event with `lambda_http`'s: the host's own, and a
+//! function's over its sample events.
 
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::{Request, RequestExt};

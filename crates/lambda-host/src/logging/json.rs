@@ -1,0 +1,435 @@
+//! The JSON log line, written rather than serialized: the bytes of
+//! `tracing-subscriber`'s JSON format as [`super::json_subscriber`] sets it
+//! up (the level, the event's fields flattened, the current span; no time,
+//! no target, no span list), into a buffer kept per thread. That format
+//! writes each line through serde's map serializer into a `fmt::Write`
+//! adapter that checks every piece for UTF-8, and parses the span's fields
+//! back from JSON on every line; this writes the same bytes directly and
+//! copies the span's fields as they were formatted. A span's fields are
+//! formatted as `JsonFields` formats them, without its map of
+//! `serde_json::Value`s (docs/performance.md, "A warm create against its
+//! floor").
+
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+
+use lambda_http::tracing::field::{Field, Visit};
+use lambda_http::tracing::span::Record;
+use lambda_http::tracing::subscriber::field::RecordFields;
+use lambda_http::tracing::subscriber::fmt::format::{FormatEvent, FormatFields, JsonFields, Writer};
+use lambda_http::tracing::subscriber::fmt::{FmtContext, FormattedFields};
+use lambda_http::tracing::subscriber::registry::{LookupSpan, SpanRef};
+use lambda_http::tracing::{Event, Level, Subscriber};
+
+/// The event formatter of [`super::json_subscriber`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct JsonLine;
+
+thread_local! {
+    static LINE: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+impl<S, N> FormatEvent<S, N> for JsonLine
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'w> FormatFields<'w> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        LINE.with(|buffer| match buffer.try_borrow_mut() {
+            Ok(mut line) => {
+                line.clear();
+                write_line(&mut line, ctx, event);
+                writer.write_str(&line)
+            }
+            // In use by a line being written on this thread (tracing's
+            // dispatcher allows none today): a buffer of its own.
+            Err(_) => {
+                let mut line = String::new();
+                write_line(&mut line, ctx, event);
+                writer.write_str(&line)
+            }
+        })
+    }
+}
+
+fn write_line<S, N>(line: &mut String, ctx: &FmtContext<'_, S, N>, event: &Event<'_>)
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'w> FormatFields<'w> + 'static,
+{
+    line.push_str(r#"{"level":"#);
+    line.push_str(level(event.metadata().level()));
+    // The span `tracing-subscriber` picks: the event's explicit parent if
+    // it is known, else the current one.
+    let span = event
+        .parent()
+        .and_then(|id| ctx.span(id))
+        .or_else(|| ctx.lookup_current());
+    event.record(&mut Members { line });
+    if let Some(span) = span {
+        line.push_str(r#","span":"#);
+        write_span::<S, N>(line, &span);
+    }
+    line.push_str("}\n");
+}
+
+fn level(level: &Level) -> &'static str {
+    match *level {
+        Level::ERROR => r#""ERROR""#,
+        Level::WARN => r#""WARN""#,
+        Level::INFO => r#""INFO""#,
+        Level::DEBUG => r#""DEBUG""#,
+        Level::TRACE => r#""TRACE""#,
+    }
+}
+
+/// The span's fields as its formatter wrote them, then its name.
+fn write_span<S, N>(line: &mut String, span: &SpanRef<'_, S>)
+where
+    S: for<'a> LookupSpan<'a>,
+    N: for<'w> FormatFields<'w> + 'static,
+{
+    let extensions = span.extensions();
+    let fields = extensions
+        .get::<FormattedFields<N>>()
+        .map_or("", |fields| fields.fields.as_str());
+    // `SpanFields` (or `JsonFields`) wrote them as serde_json writes a
+    // map, which parsing and writing again, as `tracing-subscriber` does,
+    // leaves unchanged.
+    let members = fields.strip_prefix('{').and_then(|rest| rest.strip_suffix('}'));
+    line.push('{');
+    match members {
+        Some("") => {}
+        Some(members) => {
+            line.push_str(members);
+            line.push(',');
+        }
+        None => reformat(line, fields),
+    }
+    line.push_str(r#""name":"#);
+    string(line, span.metadata().name());
+    line.push('}');
+}
+
+/// What `tracing-subscriber` writes for fields that are not an object.
+fn reformat(line: &mut String, fields: &str) {
+    let mut out = Vec::new();
+    let written = match serde_json::from_str::<serde_json::Value>(fields) {
+        Ok(serde_json::Value::Object(members)) => {
+            for (name, value) in &members {
+                let _ = serde_json::to_writer(&mut out, name);
+                out.push(b':');
+                let _ = serde_json::to_writer(&mut out, value);
+                out.push(b',');
+            }
+            Ok(())
+        }
+        Ok(value) => {
+            out.extend_from_slice(br#""field":"#);
+            let _ = serde_json::to_writer(&mut out, &value);
+            out.extend_from_slice(br#","field_error":"field was no a valid object","#);
+            Ok(())
+        }
+        Err(err) => Err(err.to_string()),
+    };
+    match written {
+        Ok(()) => line.push_str(&String::from_utf8_lossy(&out)),
+        Err(err) => {
+            line.push_str(r#""field_error":"#);
+            string(line, &err);
+            line.push(',');
+        }
+    }
+}
+
+/// The span fields' formatter of [`super::json_subscriber`]: the bytes of
+/// `JsonFields` (a JSON object, its members sorted by name, a name given
+/// twice keeping its last value), which collects the fields into a map of
+/// `serde_json::Value`s first. Fields it treats specially (a `Debug`
+/// value under a raw or `log.` name, bytes), more than [`MEMBERS`] of
+/// them, and fields recorded after the span's creation go to `JsonFields`
+/// itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SpanFields;
+
+/// The most fields a span's own formatting takes.
+const MEMBERS: usize = 8;
+
+impl<'w> FormatFields<'w> for SpanFields {
+    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'w>, fields: R) -> fmt::Result {
+        let mut sorted = Sorted::default();
+        fields.record(&mut sorted);
+        if sorted.unusual {
+            return JsonFields::new().format_fields(writer, fields);
+        }
+        let mut object = String::with_capacity(sorted.values.len() + 16 * sorted.len + 2);
+        object.push('{');
+        for (at, (name, range)) in sorted.members.iter().take(sorted.len).enumerate() {
+            if at > 0 {
+                object.push(',');
+            }
+            string(&mut object, name);
+            object.push(':');
+            object.push_str(sorted.values.get(range.clone()).unwrap_or_default());
+        }
+        object.push('}');
+        writer.write_str(&object)
+    }
+
+    fn add_fields(&self, current: &'w mut FormattedFields<Self>, fields: &Record<'_>) -> fmt::Result {
+        let mut json = FormattedFields::<JsonFields>::new(std::mem::take(&mut current.fields));
+        let added = JsonFields::new().add_fields(&mut json, fields);
+        current.fields = json.fields;
+        added
+    }
+}
+
+/// A span's fields, each value written as JSON, kept sorted by name.
+#[derive(Default)]
+struct Sorted {
+    members: [(&'static str, std::ops::Range<usize>); MEMBERS],
+    len: usize,
+    values: String,
+    unusual: bool,
+}
+
+impl Sorted {
+    /// Writes a value with `write` and files it under `field`'s name.
+    fn member(&mut self, field: &Field, write: impl FnOnce(&mut String)) {
+        let name = field.name();
+        let start = self.values.len();
+        write(&mut self.values);
+        let value = start..self.values.len();
+        let filed = self.members.get(..self.len).unwrap_or_default();
+        match filed.binary_search_by(|(other, _)| other.cmp(&name)) {
+            Ok(at) => {
+                if let Some(member) = self.members.get_mut(at) {
+                    member.1 = value;
+                }
+            }
+            Err(_) if self.len == MEMBERS => self.unusual = true,
+            Err(at) => {
+                if let Some(shifted) = self.members.get_mut(at..=self.len) {
+                    shifted.rotate_right(1);
+                    if let Some(member) = shifted.first_mut() {
+                        *member = (name, value);
+                    }
+                }
+                self.len += 1;
+            }
+        }
+    }
+}
+
+impl Visit for Sorted {
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.member(field, |out| out.push_str(if value { "true" } else { "false" }));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.member(field, |out| unsigned(out, value));
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.member(field, |out| signed(out, value));
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.member(field, |out| float(out, value));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.member(field, |out| string(out, value));
+    }
+
+    fn record_bytes(&mut self, _field: &Field, _value: &[u8]) {
+        self.unusual = true;
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        let name = field.name();
+        if name.starts_with("r#") || name.starts_with("log.") {
+            self.unusual = true;
+            return;
+        }
+        self.member(field, |out| debug(out, value));
+    }
+}
+
+/// The event's fields as members of the line, in the order the event
+/// records them, each value as tracing-serde writes it.
+struct Members<'a> {
+    line: &'a mut String,
+}
+
+impl Members<'_> {
+    fn key(&mut self, field: &Field) {
+        self.line.push(',');
+        string(self.line, field.name());
+        self.line.push(':');
+    }
+}
+
+impl Visit for Members<'_> {
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.key(field);
+        self.line.push_str(if value { "true" } else { "false" });
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.key(field);
+        unsigned(self.line, value);
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.key(field);
+        signed(self.line, value);
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.key(field);
+        float(self.line, value);
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.key(field);
+        string(self.line, value);
+    }
+
+    /// Also what `i128`, `u128`, errors and bytes come to: a string.
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.key(field);
+        debug(self.line, value);
+    }
+}
+
+/// `value`'s decimal digits, without `fmt`'s machinery.
+fn unsigned(out: &mut String, mut value: u64) {
+    let mut digits = [b'0'; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        if let Some(digit) = digits.get_mut(start) {
+            // `value % 10` is a digit's value.
+            *digit = b'0' + (value % 10) as u8;
+        }
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    for &digit in digits.get(start..).unwrap_or_default() {
+        out.push(char::from(digit));
+    }
+}
+
+fn signed(out: &mut String, value: i64) {
+    if value < 0 {
+        out.push('-');
+    }
+    unsigned(out, value.unsigned_abs());
+}
+
+/// serde_json's digits (a shortest round-trip form that Rust's `Display`
+/// does not share), and `null` for what is not finite.
+fn float(out: &mut String, value: f64) {
+    let mut digits = [0u8; 40];
+    let mut rest = &mut digits[..];
+    let written = serde_json::to_writer(&mut rest, &value).map(|()| 40 - rest.len());
+    match written.ok().and_then(|len| digits.get(..len)) {
+        Some(digits) => out.push_str(&String::from_utf8_lossy(digits)),
+        None => out.push_str("null"),
+    }
+}
+
+/// `value`'s `Debug` as a JSON string.
+fn debug(out: &mut String, value: &dyn fmt::Debug) {
+    out.push('"');
+    let _ = write!(Escaped(out), "{value:?}");
+    out.push('"');
+}
+
+/// `value` as a JSON string, escaped as serde_json escapes.
+fn string(line: &mut String, value: &str) {
+    line.push('"');
+    escape(line, value);
+    line.push('"');
+}
+
+/// Writes through [`escape`].
+struct Escaped<'a>(&'a mut String);
+
+impl fmt::Write for Escaped<'_> {
+    fn write_str(&mut self, piece: &str) -> fmt::Result {
+        escape(self.0, piece);
+        Ok(())
+    }
+}
+
+/// serde_json's escapes: `"` and `\`, the short forms of backspace, form
+/// feed, newline, carriage return and tab, `\u00XX` (lower-case hex) for
+/// the other control characters; everything else as it is.
+fn escape(line: &mut String, value: &str) {
+    let bytes = value.as_bytes();
+    let mut start = 0;
+    while let Some(at) = bytes
+        .get(start..)
+        .and_then(first_to_escape)
+        .map(|offset| start + offset)
+    {
+        // `at` is an ASCII byte's index, so a boundary of `value`'s chars.
+        line.push_str(value.get(start..at).unwrap_or_default());
+        let byte = bytes.get(at).copied().unwrap_or_default();
+        match byte {
+            b'"' => line.push_str("\\\""),
+            b'\\' => line.push_str("\\\\"),
+            0x08 => line.push_str("\\b"),
+            0x0c => line.push_str("\\f"),
+            b'\n' => line.push_str("\\n"),
+            b'\r' => line.push_str("\\r"),
+            b'\t' => line.push_str("\\t"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                line.push_str("\\u00");
+                for nibble in [byte >> 4, byte & 0xf] {
+                    line.push(char::from(HEX.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+                }
+            }
+        }
+        start = at + 1;
+    }
+    line.push_str(value.get(start..).unwrap_or_default());
+}
+
+/// The index of the first byte that [`escape`] escapes, eight bytes at a
+/// time while none does: most values have none, and are copied whole.
+fn first_to_escape(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Non-zero when a byte of `word` is below `n` (n <= 0x80).
+    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS;
+    let mut clean = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let word = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default());
+        let found = below(word, 0x20)
+            | below(word ^ (ONES * u64::from(b'"')), 1)
+            | below(word ^ (ONES * u64::from(b'\\')), 1);
+        if found != 0 {
+            break;
+        }
+        clean += 8;
+    }
+    let rest = bytes.get(clean..)?;
+    let offset = rest
+        .iter()
+        .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?;
+    Some(clean + offset)
+}
+
+#[cfg(test)]
+mod tests;
