@@ -55,16 +55,14 @@ pub(super) enum Ended {
 
 /// Streams `response` as the invocation's answer: its prelude, then its
 /// body until the end, an error, a panic, the Runtime API going away, or
-/// `cut`, whichever comes first; the answer's wait for the Runtime API's
-/// own status ends at `gone` (the deadline itself), so that nothing holds
-/// the caller past it.
+/// `cut`, whichever comes first; then waits for the Runtime API's status,
+/// as a buffered answer's post does.
 pub(super) async fn answer<B>(
     api: &RuntimeApi,
     request_id: &str,
     invocation_id: Option<&HeaderValue>,
     response: Response<B>,
     cut: Option<Instant>,
-    gone: Option<Instant>,
 ) -> Ended
 where
     B: HttpBody + Unpin,
@@ -79,10 +77,7 @@ where
         frames,
         trailer: Some(trailer),
     };
-    let mut posted = pin!(deadline::until(
-        gone,
-        api.stream(request_id, invocation_id, ApiBody::new(streamed)),
-    ));
+    let mut posted = pin!(api.stream(request_id, invocation_id, ApiBody::new(streamed)));
     let fed = tokio::select! {
         fed = feed(prelude, body, data, trailers, cut) => fed,
         // Answered before the stream ended (refused, or the invocation is
@@ -91,24 +86,23 @@ where
         early = &mut posted => return lost(early),
     };
     match (posted.await, fed) {
-        (Some(Ok(status)), Fed::Whole) if status.is_success() => Ended::Whole,
+        (Ok(status), Fed::Whole) if status.is_success() => Ended::Whole,
         (_, Fed::Failed(diagnostic)) => Ended::Failed(diagnostic),
         (posted, _) => lost(posted),
     }
 }
 
 /// A stream that did not reach the Runtime API whole, and why.
-fn lost(posted: Option<Result<StatusCode, Error>>) -> Ended {
+fn lost(posted: Result<StatusCode, Error>) -> Ended {
     match posted {
-        Some(Ok(status)) if status.is_success() => {
+        Ok(status) if status.is_success() => {
             tracing::warn!("the Runtime API took a streamed answer that had not ended")
         }
         // Logged where the status was read.
-        Some(Ok(_)) => {}
-        Some(Err(cause)) => {
+        Ok(_) => {}
+        Err(cause) => {
             tracing::warn!(cause = %cause, "the streamed answer did not reach the Runtime API whole")
         }
-        None => tracing::warn!("the Runtime API had not taken the streamed answer by the deadline"),
     }
     Ended::Lost
 }

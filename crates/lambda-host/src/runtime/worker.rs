@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use futures_util::FutureExt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hyper::body::{Body as HttpBody, Bytes};
 use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
@@ -80,8 +80,6 @@ pub(super) struct Answering<'a> {
     server: Option<&'a (Method, Option<ApiPath>, Option<String>)>,
     /// The loop's cut, [`BACKSTOP_MARGIN`] before the deadline.
     cut: Option<Instant>,
-    /// `Lambda-Runtime-Deadline-Ms`.
-    deadline_ms: u64,
 }
 
 impl Answering<'_> {
@@ -238,7 +236,6 @@ where
             answering.headers.get(INVOCATION_ID),
             response,
             answering.cut,
-            deadline::before(answering.deadline_ms, Duration::ZERO),
         )
         .await;
         // The SERVER span ends with the stream, an error if it was cut short.
@@ -413,7 +410,6 @@ async fn invoke<C: Answer>(
         origin: decoded.origin,
         server: server.as_ref(),
         cut,
-        deadline_ms,
     };
     // Boxed: a service's future (the AWS SDK's inside it) is large, and
     // polled inline it would make every frame of the loop that large too

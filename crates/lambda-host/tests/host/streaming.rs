@@ -424,3 +424,66 @@ async fn serve_streaming_concurrent_streams_from_a_task_per_worker_and_contains_
         Some("Runtime.StreamError")
     );
 }
+
+/// A stream's cut lies where a buffered answer's does, 100 ms before the
+/// deadline: a body that ends 150 ms before it ends whole, one that would
+/// end 50 ms before it and one that never ends are cut with the error
+/// trailers, and the next invocation is served. On a paused clock the
+/// timers fire in their order whatever the load.
+#[tokio::test(start_paused = true)]
+async fn a_stream_is_cut_between_the_handlers_margin_and_the_deadline_and_the_next_is_served() {
+    // Deadlines apart, as the paused clock runs past each in turn.
+    let due =
+        |id: &str, path: &str, secs: u64| Invocation::new(id, get(path)).due_in(Duration::from_secs(secs));
+    let sent = vec![
+        due("in-time", "/150", 30),
+        due("late", "/50", 60),
+        due("stuck", "/stuck", 90),
+        Invocation::new("after", get("/0")),
+    ];
+    let api = FakeRuntimeApi::start(sent);
+    let service = service_fn(|request: Request| async move {
+        let path = request.uri().path().trim_start_matches('/').to_owned();
+        let end = match path.parse::<u64>() {
+            Ok(0) => None,
+            Ok(ms) => Some(crate::invocations::before_deadline(
+                &request,
+                Duration::from_millis(ms),
+            )),
+            Err(_) => Some(tokio::time::Instant::now() + Duration::from_secs(3_600)),
+        };
+        let frames = stream::iter([Bytes::from("first\n"), Bytes::from("last\n")])
+            .enumerate()
+            .then(move |(index, bytes)| async move {
+                if index == 1
+                    && let Some(end) = end
+                {
+                    tokio::time::sleep_until(end).await;
+                }
+                Ok::<_, lambda_http::Error>(Frame::data(bytes))
+            });
+        Ok::<_, lambda_http::Error>(Response::new(StreamBody::new(Box::pin(frames))))
+    });
+
+    let ended = Lambda::new(api.uri(), FunctionConfig::default())
+        .serve_streaming(service)
+        .await;
+
+    assert!(ended.is_err(), "the stand-in ends the loop");
+    let answers = by_request_id(api.posted.try_iter().collect());
+    assert_eq!(answers.len(), 4, "{answers:#?}");
+    for (id, body, error_type) in [
+        ("in-time", "first\nlast\n", None),
+        ("late", "first\n", Some("Runtime.DeadlineExceeded")),
+        ("stuck", "first\n", Some("Runtime.DeadlineExceeded")),
+        ("after", "first\nlast\n", None),
+    ] {
+        let streamed = stream(&answers, id);
+        assert_eq!(streamed.text(), body, "{id}");
+        assert_eq!(
+            streamed.trailer("lambda-runtime-function-error-type"),
+            error_type,
+            "{id}"
+        );
+    }
+}

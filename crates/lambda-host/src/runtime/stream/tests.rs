@@ -166,7 +166,7 @@ where
         .body(body)
         .unwrap();
     let invocation_id = HeaderValue::from_static("inv-1");
-    let ended = answer(&api, "req-1", Some(&invocation_id), response, cut, None).await;
+    let ended = answer(&api, "req-1", Some(&invocation_id), response, cut).await;
     let ended_at = Instant::now();
     let posted = tokio::task::spawn_blocking(move || stand_in.next_post())
         .await
@@ -318,7 +318,7 @@ async fn the_runtime_api_closing_the_stream_ends_it_at_once_and_drops_the_body()
     let response = Response::new(body);
     let ended = tokio::time::timeout(
         Duration::from_secs(10),
-        answer(&api, "req-1", None, response, None, None),
+        answer(&api, "req-1", None, response, None),
     )
     .await
     .expect("the stream ended when the Runtime API went");
@@ -341,7 +341,7 @@ async fn a_stream_the_runtime_api_refuses_at_once_ends_at_once_and_drops_the_bod
     let api = RuntimeApi::new(stand_in.uri(), Concurrency::ONE);
     let ended = tokio::time::timeout(
         Duration::from_secs(10),
-        answer(&api, "req-1", None, Response::new(body), None, None),
+        answer(&api, "req-1", None, Response::new(body), None),
     )
     .await
     .expect("the stream ended when the Runtime API refused it");
