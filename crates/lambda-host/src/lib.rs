@@ -44,6 +44,28 @@
 //! ```no_run
 #![doc = include_str!("../examples/hello.rs")]
 //! ```
+//!
+//! # Streamed answers
+//!
+//! A function that streams its answer (a function URL with
+//! `InvokeMode: RESPONSE_STREAM`, an API Gateway REST API in its `STREAM`
+//! mode: server-sent events, a slow answer, one past the 6 MB of a
+//! buffered one) changes one line, as for `run`:
+//!
+//! ```text
+//! - lambda_http::run_with_streaming_response(app).await
+//! + lambda_host::run_with_streaming_response(app).await
+//! ```
+//!
+//! [`run_with_streaming_response`] takes the same services (any response
+//! whose body is an `http_body::Body`, an axum `Body::from_stream` among
+//! them) and streams the same prelude and frames, with backpressure. A
+//! body error, a panic in the body and the deadline end that stream with
+//! Lambda's error trailers rather than bytes in the body or a lost
+//! process; on Managed Instances, N streams run at once. The crate's
+//! `examples/axum_streaming.rs` streams server-sent events; Lambda's
+//! limits, the settings and a local try are in the repository's
+//! docs/streaming.md.
 
 #![warn(missing_docs)]
 
@@ -69,7 +91,10 @@ pub use self::env::{Concurrency, StartError};
 pub use self::envelope::ApiPath;
 #[cfg(feature = "graceful-shutdown")]
 pub use self::runtime::spawn_graceful_shutdown_handler;
-pub use self::runtime::{Lambda, run, run_concurrent, spawn, start};
+pub use self::runtime::{
+    Lambda, run, run_concurrent, run_with_streaming_response, run_with_streaming_response_concurrent, spawn,
+    start,
+};
 /// The `lambda_http` the host is built on: its `Request`, `Response`,
 /// `Body`, `service_fn`, `tracing` and `tower`, one version of them for the
 /// function and the host.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
+use lambda_http::http::header::{CONTENT_TYPE, TRAILER, TRANSFER_ENCODING};
 use lambda_http::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use lambda_http::lambda_runtime::Diagnostic;
 use lambda_http::{Error, tracing};
@@ -24,7 +25,13 @@ pub(super) const INVOCATION_ID: &str = "lambda-runtime-invocation-id";
 pub(super) const TRACE_ID: &str = "lambda-runtime-trace-id";
 /// Lambda's tenant isolation mode: the tenant the invocation is for.
 pub(super) const TENANT_ID: &str = "lambda-runtime-aws-tenant-id";
-const ERROR_TYPE: &str = "lambda-runtime-function-error-type";
+pub(super) const ERROR_TYPE: &str = "lambda-runtime-function-error-type";
+/// The trailer that carries a streamed answer's error, base64.
+pub(super) const ERROR_BODY: &str = "lambda-runtime-function-error-body";
+const RESPONSE_MODE: &str = "lambda-runtime-function-response-mode";
+/// A streamed answer's body: the HTTP integration's prelude, eight NUL
+/// bytes, then the response body.
+const STREAMED_CONTENT_TYPE: &str = "application/vnd.awslambda.http-integration-response";
 
 /// The function's side of the Lambda Runtime API.
 #[derive(Debug)]
@@ -109,6 +116,43 @@ impl RuntimeApi {
         let body = diagnostic_json(diagnostic);
         self.post(path, Some(&diagnostic.error_type), invocation_id, body)
             .await
+    }
+
+    /// The invocation's answer in Lambda's streaming mode: `body` is posted
+    /// chunked, each frame as it comes, with the error trailers announced
+    /// (`stream.rs` writes the body). Posted once, never tried again: a
+    /// stream cannot be replayed. The Runtime API's status once it has
+    /// read the stream, or why the stream did not reach it.
+    pub(super) async fn stream(
+        &self,
+        request_id: &str,
+        invocation_id: Option<&HeaderValue>,
+        body: ApiBody,
+    ) -> Result<StatusCode, Error> {
+        let mut request = build_request()
+            .method(Method::POST)
+            .uri(format!("{API_PREFIX}/invocation/{request_id}/response"))
+            .header(TRANSFER_ENCODING, "chunked")
+            .header(RESPONSE_MODE, "streaming")
+            .header(CONTENT_TYPE, STREAMED_CONTENT_TYPE)
+            .header(TRAILER, ERROR_TYPE)
+            .header(TRAILER, ERROR_BODY);
+        if let Some(invocation_id) = invocation_id {
+            request = request.header(INVOCATION_ID, invocation_id);
+        }
+        let response = self.client.call(request.body(body)?).await?;
+        let status = response.status();
+        // As `post` does: the connection goes back to the pool.
+        response.into_body().collect().await?;
+        if status == StatusCode::GONE {
+            tracing::warn!("the Runtime API no longer takes an answer for this invocation (410 Gone)");
+        } else if !status.is_success() {
+            tracing::error!(
+                status = status.as_u16(),
+                "the Runtime API refused the invocation's streamed answer"
+            );
+        }
+        Ok(status)
     }
 
     /// Registers an extension named `name` that takes no events (what has

@@ -28,10 +28,11 @@ use std::sync::atomic::AtomicBool;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use hyper::body::{Body as HttpBody, Bytes};
 use lambda_http::http::Uri;
 use lambda_http::lambda_runtime::{Config as FunctionConfig, Diagnostic};
 use lambda_http::tower::Service;
-use lambda_http::{Error, IntoResponse, Request, tracing};
+use lambda_http::{Error, IntoResponse, Request, Response, tracing};
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinSet;
 
@@ -39,13 +40,14 @@ pub(crate) use self::api::RuntimeApi;
 #[cfg(feature = "graceful-shutdown")]
 pub use self::shutdown::spawn_graceful_shutdown_handler;
 pub use self::worker::spawn;
-use self::worker::{Lent, Own, Shared};
+use self::worker::{Lent, Own, Shared, Streaming};
 use crate::env::{Concurrency, LambdaEnv, StartError};
 use crate::envelope::Stage;
 use crate::{logging, trace};
 
 mod api;
 mod shutdown;
+mod stream;
 mod worker;
 
 /// One execution environment's link to Lambda: where its Runtime API is,
@@ -138,33 +140,45 @@ impl Lambda {
         E: Debug + Into<Diagnostic>,
     {
         let (shared, concurrency) = self.into_shared();
-        let vcpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        if concurrency.is_concurrent() && vcpus > 1 {
-            tracing::info!(
-                invocations = concurrency.get(),
-                vcpus,
-                "serving every invocation on one thread, as `run` serves a service that may borrow from `main`: `lambda_host::run_concurrent` spreads a `Clone + Send + 'static` service over the vCPUs"
-            );
-        }
+        on_one_thread(concurrency, "run", "run_concurrent");
         let service = Mutex::new(service);
         let (stop, stopped) = watch::channel(false);
         let settle = !concurrency.is_concurrent();
-        let mut workers: FuturesUnordered<_> = (0..concurrency.get())
+        let workers = (0..concurrency.get())
             .map(|_| worker::serve(shared.clone(), Lent(&service), settle, stopped.clone()))
             .collect();
-        tracing::debug!(workers = concurrency.get(), "serving invocations on one task");
-        let mut ended = Ended::default();
-        let mut shutdown = pin!(shutdown::requested());
-        loop {
-            tokio::select! {
-                result = workers.next() => match result {
-                    Some(result) => ended.record(result, &stop),
-                    None => break,
-                },
-                () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
-            }
-        }
-        ended.cause().await
+        on_one_task(workers, &stop).await
+    }
+
+    /// Serves invocations with `service` as [`Lambda::serve`] does, each
+    /// response streamed as it is made: its status and headers first, then
+    /// its body's frames as the body yields them, with backpressure.
+    ///
+    /// A body error, a panic in the body, or a body still running shortly
+    /// before the invocation's deadline ends that stream with Lambda's
+    /// error trailers; the Runtime API closing the stream ends it too.
+    /// Each costs that invocation alone, and the worker serves on.
+    pub async fn serve_streaming<S, B, E>(self, service: S) -> Result<(), Error>
+    where
+        S: Service<Request, Response = Response<B>, Error = E>,
+        E: Debug + Into<Diagnostic>,
+        B: HttpBody + Unpin,
+        B::Data: Into<Bytes>,
+        B::Error: Into<Error>,
+    {
+        let (shared, concurrency) = self.into_shared();
+        on_one_thread(
+            concurrency,
+            "run_with_streaming_response",
+            "run_with_streaming_response_concurrent",
+        );
+        let service = Mutex::new(service);
+        let (stop, stopped) = watch::channel(false);
+        let settle = !concurrency.is_concurrent();
+        let workers = (0..concurrency.get())
+            .map(|_| worker::serve(shared.clone(), Streaming(Lent(&service)), settle, stopped.clone()))
+            .collect();
+        on_one_task(workers, &stop).await
     }
 
     /// Serves invocations with `service` as [`Lambda::serve`] does, each
@@ -191,24 +205,34 @@ impl Lambda {
                 stopped.clone(),
             ));
         }
-        tracing::debug!(workers = concurrency.get(), "serving invocations");
-        let mut ended = Ended::default();
-        let mut shutdown = pin!(shutdown::requested());
-        loop {
-            tokio::select! {
-                result = workers.join_next() => match result {
-                    // Everything a worker runs for an invocation is inside
-                    // its guard; a join error is the loop's own code failing.
-                    Some(result) => ended.record(
-                        result.unwrap_or_else(|join| Err(format!("a worker stopped: {join}").into())),
-                        &stop,
-                    ),
-                    None => break,
-                },
-                () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
-            }
+        on_tasks(workers, &stop).await
+    }
+
+    /// Serves invocations with `service` as [`Lambda::serve_concurrent`]
+    /// does, each response streamed as [`Lambda::serve_streaming`] streams
+    /// it.
+    pub async fn serve_streaming_concurrent<S, B, E>(self, service: S) -> Result<(), Error>
+    where
+        S: Service<Request, Response = Response<B>, Error = E> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        E: Debug + Into<Diagnostic> + Send + 'static,
+        B: HttpBody + Unpin + Send + 'static,
+        B::Data: Into<Bytes> + Send,
+        B::Error: Into<Error> + Send + Debug,
+    {
+        let (shared, concurrency) = self.into_shared();
+        let (stop, stopped) = watch::channel(false);
+        let settle = !concurrency.is_concurrent();
+        let mut workers = JoinSet::new();
+        for _ in 0..concurrency.get() {
+            workers.spawn(worker::serve(
+                shared.clone(),
+                Streaming(Own(service.clone())),
+                settle,
+                stopped.clone(),
+            ));
         }
-        ended.cause().await
+        on_tasks(workers, &stop).await
     }
 
     fn into_shared(self) -> (Arc<Shared>, Concurrency) {
@@ -227,6 +251,61 @@ impl Lambda {
         });
         (shared, concurrency)
     }
+}
+
+/// On Managed Instances with several vCPUs, a word on the entry point
+/// that uses them.
+fn on_one_thread(concurrency: Concurrency, this: &str, concurrent: &str) {
+    let vcpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    if concurrency.is_concurrent() && vcpus > 1 {
+        tracing::info!(
+            invocations = concurrency.get(),
+            vcpus,
+            "serving every invocation on one thread, as `{this}` serves a service that may borrow from `main`: `lambda_host::{concurrent}` spreads a `Clone + Send + 'static` service over the vCPUs"
+        );
+    }
+}
+
+/// Polls the `workers` together on the calling task until each has ended.
+async fn on_one_task<F>(mut workers: FuturesUnordered<F>, stop: &watch::Sender<bool>) -> Result<(), Error>
+where
+    F: Future<Output = Result<(), Error>>,
+{
+    tracing::debug!(workers = workers.len(), "serving invocations on one task");
+    let mut ended = Ended::default();
+    let mut shutdown = pin!(shutdown::requested());
+    loop {
+        tokio::select! {
+            result = workers.next() => match result {
+                Some(result) => ended.record(result, stop),
+                None => break,
+            },
+            () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
+        }
+    }
+    ended.cause().await
+}
+
+/// Waits until each of the `workers`' tasks has ended.
+async fn on_tasks(mut workers: JoinSet<Result<(), Error>>, stop: &watch::Sender<bool>) -> Result<(), Error> {
+    tracing::debug!(workers = workers.len(), "serving invocations");
+    let mut ended = Ended::default();
+    let mut shutdown = pin!(shutdown::requested());
+    loop {
+        tokio::select! {
+            result = workers.join_next() => match result {
+                // Everything a worker runs for an invocation is inside
+                // its guard; a join error is the loop's own code failing.
+                Some(result) => ended.record(
+                    result.unwrap_or_else(|join| Err(format!("a worker stopped: {join}").into())),
+                    stop,
+                ),
+                None => break,
+            },
+            () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
+        }
+    }
+    ended.cause().await
 }
 
 /// How the workers ended: the first cause, on which the others were told
@@ -312,6 +391,59 @@ where
     E: Debug + Into<Diagnostic> + Send + 'static,
 {
     Box::pin(prepare()?.serve_concurrent(service)).await
+}
+
+/// Serves the function's `service` on Lambda as [`run`] does, each
+/// response streamed as it is made: what
+/// `lambda_http::run_with_streaming_response(service).await` does, with
+/// the same bounds, for a function URL in `RESPONSE_STREAM` mode or an API
+/// Gateway REST API in its `STREAM` mode. Its status and headers go first,
+/// then the body's frames as the body yields them, with backpressure.
+///
+/// A body error, a panic in the body, or a body still running shortly
+/// before the invocation's deadline ends that stream with Lambda's error
+/// trailers (`Lambda-Runtime-Function-Error-Type` and `-Body`); each costs
+/// that invocation alone, and the function serves on. On Managed
+/// Instances, `AWS_LAMBDA_MAX_CONCURRENCY` streams run at once.
+///
+/// ```no_run
+/// use lambda_http::{Error, Request, Response, service_fn};
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Error> {
+///     lambda_host::run_with_streaming_response(service_fn(|_request: Request| async {
+///         let body = http_body_util::Full::new(hyper::body::Bytes::from("streamed"));
+///         Ok::<_, Error>(Response::new(body))
+///     }))
+///     .await
+/// }
+/// ```
+pub async fn run_with_streaming_response<'a, S, B, E>(service: S) -> Result<(), Error>
+where
+    S: Service<Request, Response = Response<B>, Error = E>,
+    S::Future: Send + 'a,
+    E: Debug + Into<Diagnostic>,
+    B: HttpBody + Unpin + Send + 'static,
+    B::Data: Into<Bytes> + Send,
+    B::Error: Into<Error> + Send + Debug,
+{
+    Box::pin(prepare()?.serve_streaming(service)).await
+}
+
+/// Serves the function's `service` as [`run_with_streaming_response`]
+/// does, with `AWS_LAMBDA_MAX_CONCURRENCY` workers on Managed Instances,
+/// each a task with its own clone of the service: what
+/// `lambda_http::run_with_streaming_response_concurrent` does.
+pub async fn run_with_streaming_response_concurrent<S, B, E>(service: S) -> Result<(), Error>
+where
+    S: Service<Request, Response = Response<B>, Error = E> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    E: Debug + Into<Diagnostic> + Send + 'static,
+    B: HttpBody + Unpin + Send + 'static,
+    B::Data: Into<Bytes> + Send,
+    B::Error: Into<Error> + Send + Debug,
+{
+    Box::pin(prepare()?.serve_streaming_concurrent(service)).await
 }
 
 /// What [`run`] and [`run_concurrent`] do before they serve: Lambda's

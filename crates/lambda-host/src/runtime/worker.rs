@@ -6,16 +6,23 @@
 //! A worker calls the function's service through [`Call`]: its own clone
 //! ([`Own`], a task per worker, for `run_concurrent`), or one service lent
 //! to every worker of a task in turn ([`Lent`], for `run`, whose service
-//! may borrow from `main` and need not be `Clone`).
+//! may borrow from `main` and need not be `Clone`). What it does with the
+//! service's answer is the caller's [`Answer`]: the front door's JSON,
+//! posted whole; or, through [`Streaming`], the response streamed
+//! (`stream.rs`).
 
 use std::any::Any;
 use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use futures_util::FutureExt;
-use lambda_http::http::{HeaderMap, HeaderName, HeaderValue};
+use std::time::Instant;
+
+use hyper::body::{Body as HttpBody, Bytes};
+use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::lambda_runtime::{Config as FunctionConfig, Context, Diagnostic};
 use lambda_http::tower::{Service, ServiceExt};
 use lambda_http::tracing::{self, Instrument};
@@ -24,9 +31,9 @@ use tokio::sync::{Mutex, Notify, watch};
 use tokio::task::JoinHandle;
 
 use super::api::{DEADLINE_MS, INVOCATION_ID, REQUEST_ID, RuntimeApi, TENANT_ID, TRACE_ID};
-use super::shutdown;
+use super::{shutdown, stream};
 use crate::deadline::{self, BACKSTOP_MARGIN};
-use crate::envelope::{self, ApiPath, Stage};
+use crate::envelope::{self, ApiPath, FrontDoor, Stage};
 use crate::trace;
 
 const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
@@ -50,9 +57,90 @@ pub(super) trait Call {
 
     /// `ready`, then `call`: the service's answer to `request`.
     fn call(&mut self, request: Request) -> impl Future<Output = Result<Self::Response, Self::Error>>;
+}
 
-    /// The answer as a `Response<Body>`.
-    fn respond(response: Self::Response) -> impl Future<Output = Response<Body>>;
+/// What a worker does with the service's answer.
+pub(super) trait Answer: Call {
+    /// The answer for the Runtime API: the front door's JSON to post, or
+    /// posted already (streamed); or why there is none.
+    fn answer(
+        answering: &Answering<'_>,
+        response: Self::Response,
+    ) -> impl Future<Output = Result<Answered, Diagnostic>>;
+}
+
+/// What a worker knows of an invocation once its service has answered.
+pub(super) struct Answering<'a> {
+    shared: &'a Shared,
+    request_id: &'a str,
+    /// The invocation's headers, from `next`.
+    headers: &'a HeaderMap,
+    origin: FrontDoor,
+    /// What the SERVER span says of the request, when it is sent.
+    server: Option<&'a (Method, Option<ApiPath>, Option<String>)>,
+    /// The loop's cut, [`BACKSTOP_MARGIN`] before the deadline.
+    cut: Option<Instant>,
+}
+
+impl Answering<'_> {
+    /// Writes the SERVER span, when it is sent.
+    fn server_answer(
+        &self,
+        status: StatusCode,
+        details: Option<&trace::SpanDetails>,
+        failure: Option<&Diagnostic>,
+    ) {
+        let cold_start = self.shared.cold.swap(false, Ordering::Relaxed);
+        if let Some((method, path, function_arn)) = self.server {
+            trace::server_answer(&trace::ServerAnswer {
+                status: status.as_u16(),
+                method: method.as_str(),
+                path: path.as_ref().map_or("/", ApiPath::as_str),
+                invocation_id: self.request_id,
+                function_arn: function_arn.as_deref(),
+                cold_start,
+                details,
+                failure: failure.map(|failure| (failure.error_type.as_str(), failure.error_message.as_str())),
+            });
+        }
+    }
+
+    /// The service's answer, converted by `respond` before the cut, as the
+    /// front door's JSON.
+    async fn whole(&self, respond: impl Future<Output = Response<Body>>) -> Result<Answered, Diagnostic> {
+        let mut respond = pin!(respond);
+        // Nearly always ready at once (a response that is one already):
+        // then no timer.
+        let response = match respond.as_mut().now_or_never() {
+            Some(response) => response,
+            None => deadline::until(self.cut, respond)
+                .await
+                .ok_or_else(|| self.deadline_exceeded())?,
+        };
+        self.server_answer(
+            response.status(),
+            response.extensions().get::<trace::SpanDetails>(),
+            None,
+        );
+        Ok(Answered::Whole(envelope::encode(self.origin, response)))
+    }
+
+    fn deadline_exceeded(&self) -> Diagnostic {
+        let message = "the service had not answered shortly before the invocation's deadline";
+        tracing::error!(request_id = self.request_id, error = %message, "invocation failed");
+        Diagnostic {
+            error_type: "Runtime.DeadlineExceeded".to_owned(),
+            error_message: message.to_owned(),
+        }
+    }
+}
+
+/// The answer of an invocation whose service answered.
+pub(super) enum Answered {
+    /// The front door's JSON, for the loop to post.
+    Whole(Vec<u8>),
+    /// Streamed to the Runtime API already.
+    Streamed,
 }
 
 /// A worker's own service.
@@ -61,7 +149,6 @@ pub(super) struct Own<S>(pub(super) S);
 impl<S, R, E> Call for Own<S>
 where
     S: Service<Request, Response = R, Error = E>,
-    R: IntoResponse + 'static,
     E: Debug + Into<Diagnostic>,
 {
     type Response = R;
@@ -70,9 +157,16 @@ where
     async fn call(&mut self, request: Request) -> Result<R, E> {
         self.0.ready().await?.call(request).await
     }
+}
 
-    async fn respond(response: R) -> Response<Body> {
-        into_response(response).await
+impl<S, R, E> Answer for Own<S>
+where
+    S: Service<Request, Response = R, Error = E>,
+    R: IntoResponse + 'static,
+    E: Debug + Into<Diagnostic>,
+{
+    async fn answer(answering: &Answering<'_>, response: R) -> Result<Answered, Diagnostic> {
+        answering.whole(into_response(response)).await
     }
 }
 
@@ -85,7 +179,6 @@ pub(super) struct Lent<'s, S>(pub(super) &'s Mutex<S>);
 impl<S, R, E> Call for Lent<'_, S>
 where
     S: Service<Request, Response = R, Error = E>,
-    R: IntoResponse,
     E: Debug + Into<Diagnostic>,
 {
     type Response = R;
@@ -98,9 +191,60 @@ where
         };
         called.await
     }
+}
 
-    async fn respond(response: R) -> Response<Body> {
-        response.into_response().await
+impl<S, R, E> Answer for Lent<'_, S>
+where
+    S: Service<Request, Response = R, Error = E>,
+    R: IntoResponse,
+    E: Debug + Into<Diagnostic>,
+{
+    async fn answer(answering: &Answering<'_>, response: R) -> Result<Answered, Diagnostic> {
+        answering.whole(response.into_response()).await
+    }
+}
+
+/// A service whose response is streamed, as
+/// `lambda_http::run_with_streaming_response` streams it: any
+/// `Response<B>` whose body is an `http_body::Body`.
+pub(super) struct Streaming<C>(pub(super) C);
+
+impl<C: Call> Call for Streaming<C> {
+    type Response = C::Response;
+    type Error = C::Error;
+
+    fn call(&mut self, request: Request) -> impl Future<Output = Result<Self::Response, Self::Error>> {
+        self.0.call(request)
+    }
+}
+
+impl<C, B> Answer for Streaming<C>
+where
+    C: Call<Response = Response<B>>,
+    B: HttpBody + Unpin,
+    B::Data: Into<Bytes>,
+    B::Error: Into<Error>,
+{
+    async fn answer(answering: &Answering<'_>, response: Response<B>) -> Result<Answered, Diagnostic> {
+        let status = response.status();
+        let (mut parts, body) = response.into_parts();
+        let details = parts.extensions.remove::<trace::SpanDetails>();
+        let response = Response::from_parts(parts, body);
+        let ended = stream::answer(
+            &answering.shared.api,
+            answering.request_id,
+            answering.headers.get(INVOCATION_ID),
+            response,
+            answering.cut,
+        )
+        .await;
+        // The SERVER span ends with the stream, an error if it was cut short.
+        let failure = match &ended {
+            stream::Ended::Failed(diagnostic) => Some(diagnostic),
+            stream::Ended::Whole | stream::Ended::Lost => None,
+        };
+        answering.server_answer(status, details.as_ref(), failure);
+        Ok(Answered::Streamed)
     }
 }
 
@@ -108,7 +252,7 @@ where
 /// fails for good (its cause) or another worker's did (`Ok`, once this
 /// worker's invocation in flight, if any, is answered). With `settle`, the
 /// work spawned behind each answer ([`spawn`]) is awaited after it.
-pub(super) async fn serve<C: Call>(
+pub(super) async fn serve<C: Answer>(
     shared: Arc<Shared>,
     mut service: C,
     settle: bool,
@@ -184,7 +328,8 @@ pub(super) async fn serve<C: Call>(
             });
         let invocation_id = headers.get(INVOCATION_ID);
         match answer {
-            Ok(body) => {
+            Ok(Answered::Streamed) => {}
+            Ok(Answered::Whole(body)) => {
                 shared
                     .api
                     .answer(request_id, invocation_id, body)
@@ -208,14 +353,14 @@ pub(super) async fn serve<C: Call>(
     }
 }
 
-/// One invocation: the front door's JSON response, or why there is none.
-async fn invoke<C: Call>(
+/// One invocation: its answer, or why there is none.
+async fn invoke<C: Answer>(
     shared: &Shared,
     headers: &HeaderMap,
     request_id: &str,
     payload: &[u8],
     service: &mut C,
-) -> Result<Vec<u8>, Diagnostic> {
+) -> Result<Answered, Diagnostic> {
     let failed = |error_type: &str, message: String| {
         tracing::error!(request_id, error = %message, "invocation failed");
         Diagnostic {
@@ -258,38 +403,32 @@ async fn invoke<C: Call>(
     // The service keeps to the deadline by itself, or should; this is for
     // one that does not, so that its worker is not held.
     let cut = deadline::before(deadline_ms, BACKSTOP_MARGIN);
+    let answering = Answering {
+        shared,
+        request_id,
+        headers,
+        origin: decoded.origin,
+        server: server.as_ref(),
+        cut,
+    };
     // Boxed: a service's future (the AWS SDK's inside it) is large, and
     // polled inline it would make every frame of the loop that large too
-    // (docs/performance.md, "Smaller stack frames").
-    let called = Box::pin(async {
-        let response = service.call(request).await?;
-        Ok::<_, C::Error>(C::respond(response).await)
+    // (docs/performance.md, "Smaller stack frames"); so is a streamed
+    // answer, which holds the body.
+    let answered = Box::pin(async {
+        // Pinned where it is: the cut takes a pointer to it, and the
+        // (large) future is not moved again.
+        let mut called = pin!(service.call(request));
+        let response = deadline::until(cut, called.as_mut())
+            .await
+            .ok_or_else(|| answering.deadline_exceeded())?
+            .map_err(|err| {
+                tracing::error!(request_id, error = ?err, "invocation failed: the service returned an error");
+                err.into()
+            })?;
+        C::answer(&answering, response).await
     });
-    let response = deadline::until(cut, called)
-        .await
-        .ok_or_else(|| {
-            failed(
-                "Runtime.DeadlineExceeded",
-                "the service had not answered shortly before the invocation's deadline".to_owned(),
-            )
-        })?
-        .map_err(|err| {
-            tracing::error!(request_id, error = ?err, "invocation failed: the service returned an error");
-            err.into()
-        })?;
-    let cold_start = shared.cold.swap(false, Ordering::Relaxed);
-    if let Some((method, path, function_arn)) = &server {
-        trace::server_answer(&trace::ServerAnswer {
-            status: response.status().as_u16(),
-            method: method.as_str(),
-            path: path.as_ref().map_or("/", ApiPath::as_str),
-            invocation_id: request_id,
-            function_arn: function_arn.as_deref(),
-            cold_start,
-            details: response.extensions().get::<trace::SpanDetails>(),
-        });
-    }
-    Ok(envelope::encode(decoded.origin, response))
+    answered.await
 }
 
 /// The service's answer as a `Response<Body>`: as it is when it is one

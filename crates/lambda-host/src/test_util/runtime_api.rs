@@ -7,6 +7,10 @@
 //! that the function polls that many at once. It can also fail calls on
 //! purpose (a status, or a connection dropped), once each, in order.
 //!
+//! A streamed answer (`Lambda-Runtime-Function-Response-Mode: streaming`,
+//! chunked) is read chunk by chunk as it comes, each chunk's arrival timed,
+//! and its trailers kept: [`Posted::stream`].
+//!
 //! For the host's tests and a function's black-box tests, which start
 //! the function's binary with `AWS_LAMBDA_RUNTIME_API` set to
 //! [`FakeRuntimeApi::address`].
@@ -132,6 +136,54 @@ pub struct Posted {
     pub body: Value,
     /// When the stand-in had read it whole.
     pub arrived: SystemTime,
+    /// A streamed answer as it came; `None` for any other post.
+    pub stream: Option<Streamed>,
+}
+
+/// The most of a streamed body the stand-in keeps; past it, only its
+/// length and its chunks' timing, so that a test can stream hundreds of MB.
+pub const KEPT_AT_MOST: usize = 8 << 20;
+
+/// A streamed answer (`Transfer-Encoding: chunked`), read as it came.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    /// The HTTP integration's prelude: the JSON before the eight NUL bytes
+    /// (`Null` when there were none, or it is not JSON).
+    pub prelude: Value,
+    /// The response body after the delimiter (its first [`KEPT_AT_MOST`]
+    /// bytes).
+    pub body: Vec<u8>,
+    /// The response body's whole length.
+    pub length: u64,
+    /// Each chunk: when the stand-in had read it, and its size.
+    pub chunks: Vec<(Instant, usize)>,
+    /// The trailers after the last chunk, names in lower case.
+    pub trailers: HashMap<String, String>,
+    /// The stream ended with its last chunk (`0`), rather than with the
+    /// connection.
+    pub ended: bool,
+}
+
+impl Streamed {
+    /// The trailer `name` (lower case), if sent.
+    pub fn trailer(&self, name: &str) -> Option<&str> {
+        self.trailers.get(name).map(String::as_str)
+    }
+
+    /// `Lambda-Runtime-Function-Error-Body`, decoded: the diagnostic's JSON.
+    pub fn error_body(&self) -> Option<Value> {
+        use base64::Engine as _;
+        let encoded = self.trailer("lambda-runtime-function-error-body")?;
+        let json = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .expect("the error body is base64");
+        Some(serde_json::from_slice(&json).expect("the error body is JSON"))
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
 }
 
 impl Posted {
@@ -170,6 +222,9 @@ pub enum Fault {
     Status(u16),
     /// The connection is closed without an answer.
     Drop,
+    /// A streamed answer's connection is closed once this many bytes of it
+    /// (prelude included) are read, without an answer.
+    DropAfter(usize),
 }
 
 #[derive(Debug, Default)]
@@ -413,16 +468,51 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
             if line.trim_end().is_empty() {
                 break;
             }
+            // A header sent twice reads as one, its values joined.
             if let Some((name, value)) = line.split_once(':') {
-                headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+                headers
+                    .entry(name.trim().to_ascii_lowercase())
+                    .and_modify(|values: &mut String| {
+                        values.push_str(", ");
+                        values.push_str(value.trim());
+                    })
+                    .or_insert_with(|| value.trim().to_owned());
             }
         }
+        let chunked = headers
+            .get("transfer-encoding")
+            .is_some_and(|value| value.eq_ignore_ascii_case("chunked"));
         let length = headers
             .get("content-length")
             .map_or(0, |value| value.parse().expect("a length"));
-        let mut body = vec![0; length];
+        let mut body = vec![0; if chunked { 0 } else { length }];
         reader.read_exact(&mut body).expect("a body");
         let path = request_line.split(' ').nth(1).unwrap_or_default().to_owned();
+        let mut stream = None;
+        if chunked {
+            // A refusal comes as soon as the headers are read, as Lambda's
+            // does; a drop after so many bytes, once they are read.
+            let cut_after = match state
+                .queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .answer_faults
+                .front()
+            {
+                Some(Fault::DropAfter(bytes)) => Some(*bytes),
+                Some(Fault::Status(_)) => Some(0),
+                _ => None,
+            };
+            let streamed = read_chunked(&mut reader, cut_after);
+            if !streamed.ended {
+                // Cut by the fault (or the function went): refused below,
+                // or nothing to answer on a closed connection.
+                if cut_after.is_none() {
+                    return;
+                }
+            }
+            stream = Some(streamed);
+        }
 
         if request_line.starts_with("GET") && path == EXTENSION_NEXT {
             // An extension that takes no events waits for good: until the
@@ -436,6 +526,7 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                 headers,
                 body: serde_json::from_slice(&body).unwrap_or(Value::Null),
                 arrived: SystemTime::now(),
+                stream: None,
             });
             write!(
                 writer,
@@ -495,15 +586,18 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                 .pop_front();
             if let Some(fault) = fault {
                 let mut queue = state.queue.lock().unwrap_or_else(PoisonError::into_inner);
-                // A refusal (4xx) is final: Lambda is done with the invocation.
-                if matches!(fault, Fault::Status(400..500)) {
+                // A refusal (4xx) is final: Lambda is done with the
+                // invocation; so is any fault on a stream, never posted twice.
+                if matches!(fault, Fault::Status(400..500)) || stream.is_some() {
                     queue.outstanding = queue.outstanding.saturating_sub(1);
                     state.changed.notify_all();
                 }
                 queue.refused.push((path, fault));
                 drop(queue);
                 fail(&mut writer, fault);
-                if fault == Fault::Drop {
+                // A stream refused part-way leaves the rest of its body
+                // unread: the connection cannot serve another request.
+                if matches!(fault, Fault::Drop | Fault::DropAfter(_)) || stream.is_some() {
                     return;
                 }
                 continue;
@@ -520,6 +614,7 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
                 headers,
                 body,
                 arrived,
+                stream,
             });
             const ACCEPTED: &str = r#"{"status":"OK"}"#;
             write!(
@@ -530,6 +625,77 @@ fn serve(stream: TcpStream, state: &State, posted: &Sender<Posted>) {
             .expect("an answer");
         }
     }
+}
+
+/// Reads a chunked body as it comes, until its last chunk and trailers,
+/// the connection's end, or `cut_after` bytes.
+fn read_chunked(reader: &mut impl BufRead, cut_after: Option<usize>) -> Streamed {
+    let mut streamed = Streamed::default();
+    // The prelude and the delimiter, until the delimiter is seen.
+    let mut head = Vec::new();
+    let mut past_prelude = false;
+    let mut read = 0;
+    loop {
+        if cut_after.is_some_and(|cut| read >= cut) {
+            return streamed;
+        }
+        let mut size_line = String::new();
+        if reader.read_line(&mut size_line).unwrap_or(0) == 0 {
+            return streamed;
+        }
+        let size_text = size_line.trim().split(';').next().unwrap_or_default();
+        let Ok(size) = usize::from_str_radix(size_text, 16) else {
+            return streamed;
+        };
+        if size == 0 {
+            break;
+        }
+        let mut chunk = vec![0; size];
+        let mut crlf = [0; 2];
+        if reader.read_exact(&mut chunk).is_err() || reader.read_exact(&mut crlf).is_err() {
+            return streamed;
+        }
+        streamed.chunks.push((Instant::now(), size));
+        read += size;
+        let mut data = chunk.as_slice();
+        if !past_prelude {
+            head.extend_from_slice(data);
+            data = &[];
+            if let Some(at) = head.windows(8).position(|window| window == [0; 8]) {
+                past_prelude = true;
+                streamed.prelude = serde_json::from_slice(&head[..at]).unwrap_or(Value::Null);
+                let rest = head.split_off(at + 8);
+                streamed.length += rest.len() as u64;
+                keep(&mut streamed.body, &rest);
+            }
+        }
+        streamed.length += data.len() as u64;
+        keep(&mut streamed.body, data);
+    }
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return streamed;
+        }
+        if line.trim_end().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            streamed
+                .trailers
+                .insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+        }
+    }
+    if !past_prelude {
+        streamed.prelude = serde_json::from_slice(&head).unwrap_or(Value::Null);
+    }
+    streamed.ended = true;
+    streamed
+}
+
+fn keep(body: &mut Vec<u8>, data: &[u8]) {
+    let room = KEPT_AT_MOST.saturating_sub(body.len());
+    body.extend_from_slice(&data[..data.len().min(room)]);
 }
 
 /// Starts a stand-in Runtime API that hands out `events` (request id,

@@ -25,7 +25,7 @@ use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted, by_request_id};
 /// The first call builds them all, once, with the cargo running these
 /// tests, into its target directory and profile: `cargo test` alone is
 /// enough, with no build step before it.
-fn example(name: &str) -> PathBuf {
+pub(crate) fn example(name: &str) -> PathBuf {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let tests = std::env::current_exe().expect("the test binary's path");
     let profile = tests
@@ -68,7 +68,7 @@ fn build_examples(profile: &Path) -> Result<(), String> {
 }
 
 /// An HTTP API event for `GET path`.
-fn get(path: &str) -> Value {
+pub(crate) fn get(path: &str) -> Value {
     let mut event: Value = serde_json::from_str(&crate::data("http-api.json")).expect("JSON");
     event["rawPath"] = json!(path);
     event["routeKey"] = json!("$default");
@@ -161,7 +161,7 @@ fn run_reading(
 }
 
 /// The spans of the datagram of the trace `invocation` belongs to.
-fn spans_of<'a>(datagrams: &'a [Datagram], invocation: &Invocation) -> Vec<&'a Span> {
+pub(crate) fn spans_of<'a>(datagrams: &'a [Datagram], invocation: &Invocation) -> Vec<&'a Span> {
     let root = invocation.trace_root().trim_start_matches("1-").replace('-', "");
     let spans: Vec<&Span> = datagrams
         .iter()
@@ -172,7 +172,7 @@ fn spans_of<'a>(datagrams: &'a [Datagram], invocation: &Invocation) -> Vec<&'a S
     spans
 }
 
-fn named<'a>(spans: &[&'a Span], name: &str) -> &'a Span {
+pub(crate) fn named<'a>(spans: &[&'a Span], name: &str) -> &'a Span {
     spans
         .iter()
         .find(|span| span.name == name)
@@ -180,7 +180,7 @@ fn named<'a>(spans: &[&'a Span], name: &str) -> &'a Span {
         .unwrap_or_else(|| panic!("no span named {name}: {spans:#?}"))
 }
 
-fn server_of<'a>(spans: &[&'a Span]) -> &'a Span {
+pub(crate) fn server_of<'a>(spans: &[&'a Span]) -> &'a Span {
     spans
         .iter()
         .find(|span| span.kind == SpanKind::Server as i32)

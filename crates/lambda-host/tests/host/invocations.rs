@@ -402,7 +402,7 @@ async fn a_panic_fails_only_its_own_invocation_and_every_worker_serves_on() {
 /// `margin` before the deadline of the request's invocation, on tokio's
 /// clock (paused in the tests that use it, so that only the order of the
 /// timers counts, not how busy the machine is).
-fn before_deadline(request: &Request, margin: Duration) -> tokio::time::Instant {
+pub(crate) fn before_deadline(request: &Request, margin: Duration) -> tokio::time::Instant {
     let deadline_ms = request.lambda_context_ref().expect("a context").deadline;
     let deadline = UNIX_EPOCH + Duration::from_millis(deadline_ms);
     let left = deadline

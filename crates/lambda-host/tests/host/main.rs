@@ -13,6 +13,7 @@ mod examples;
 mod front_doors;
 mod invocations;
 mod services;
+mod streaming;
 
 use lambda_host::test_util::runtime_api as runtime_fake;
 

@@ -58,6 +58,7 @@ pub(in crate::trace) fn answer(status: u16, details: Option<&SpanDetails>) -> Se
         function_arn: Some("arn:aws:lambda:eu-west-1:123456789012:function:orders:live"),
         cold_start: true,
         details,
+        failure: None,
     }
 }
 
