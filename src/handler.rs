@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use lambda_host::ApiPath;
 use lambda_host::deadline;
-use lambda_host::envelope::Repairs;
+use lambda_host::envelope::SetAside;
 use lambda_host::trace::{self, SpanDetails};
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
@@ -87,9 +87,9 @@ impl<S: PlantStore> App<S> {
         // Rare: only a direct invoke's event needs repairs.
         let repairs = request
             .extensions()
-            .get::<Repairs>()
+            .get::<SetAside>()
             .filter(|repairs| repairs.any())
-            .map(Repairs::to_string);
+            .map(SetAside::to_string);
         let path = api_path(&request);
         let (status, body, extra_headers, created, error_code) = match &outcome {
             Ok((plant, created)) => (StatusCode::OK, json(plant), Vec::new(), Some(*created), None),
@@ -170,7 +170,7 @@ impl<S: PlantStore> App<S> {
         }
         if request
             .extensions()
-            .get::<Repairs>()
+            .get::<SetAside>()
             .is_some_and(|repairs| repairs.body_not_base64)
         {
             return Err(BodyError::NotBase64.into());

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::Duration;
 
-use lambda_host::envelope::{self, Decoded, FrontDoor};
+use lambda_host::envelope::{self, Decoded, RequestOrigin};
 use lambda_http::lambda_runtime::{Config, Context};
 use lambda_http::tracing::subscriber::util::SubscriberInitExt;
 use lambda_http::{Body, Request, RequestExt, Response, http, tracing};
@@ -159,5 +159,5 @@ fn handle(app: &App<MemoryStore>, request: Request) -> Response<Body> {
 
 #[inline(never)]
 fn encode(response: Response<Body>) {
-    black_box(envelope::encode(FrontDoor::HttpApi, black_box(response)));
+    black_box(envelope::encode(RequestOrigin::ApiGatewayV2, black_box(response)));
 }

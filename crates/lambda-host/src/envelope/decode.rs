@@ -19,12 +19,12 @@ use url::Url;
 
 use super::irregular::{MAX_HEADER_NAMES, Unsupported, UnsupportedEvent, bare};
 use super::read::{self, Members, QueryStyle, Read, Refused, Text};
-use super::{ApiPath, Decoded, FrontDoor, Repairs};
+use super::{ApiPath, Decoded, RequestOrigin, SetAside};
 
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
 /// Parses an invocation's payload into a request, its URI's path with the
-/// stage in it (`lambda_http`'s default). [`Repairs`] and [`ApiPath`] are
+/// stage in it (`lambda_http`'s default). [`SetAside`] and [`ApiPath`] are
 /// attached to the request as extensions. A function's tests call it to
 /// build, from a front door's event, the very request their handler will
 /// be given.
@@ -65,7 +65,10 @@ pub(crate) fn decode_with(payload: &[u8], stage: Stage) -> Result<Decoded, Unsup
 /// front door sends: without it they are not tried. VPC Lattice's payload
 /// 1.0, which `lambda_http` does not read and whose type takes any object,
 /// is tried last, and only with its own `raw_path` and `method`.
-fn front_door(members: &Members<'_>, stage: Stage) -> Result<(Request, FrontDoor, Repairs), Unsupported> {
+fn front_door(
+    members: &Members<'_>,
+    stage: Stage,
+) -> Result<(Request, RequestOrigin, SetAside), Unsupported> {
     // A repeated member that the door's first reading looked at.
     if members.http_method.repeated() || members.headers.repeated() || members.multi_value_headers.repeated()
     {
@@ -88,13 +91,19 @@ fn front_door(members: &Members<'_>, stage: Stage) -> Result<(Request, FrontDoor
         (lattice_v1_shape, Door::LatticeV1),
     ];
     for (_, door) in tried.into_iter().filter(|(tried, _)| *tried) {
-        let mut repairs = Repairs::default();
+        let mut repairs = SetAside::default();
         let (read, origin) = match door {
-            Door::RestApi => (rest_api(members, stage, &mut repairs), FrontDoor::RestApi),
-            Door::HttpApi => (http_api(members, stage, &mut repairs), FrontDoor::HttpApi),
-            Door::Alb => (alb(members, &mut repairs), FrontDoor::Alb),
-            Door::LatticeV2 => (lattice_v2(members, &mut repairs), FrontDoor::VpcLattice),
-            Door::LatticeV1 => (lattice_v1(members, &mut repairs), FrontDoor::VpcLattice),
+            Door::RestApi => (
+                rest_api(members, stage, &mut repairs),
+                RequestOrigin::ApiGatewayV1,
+            ),
+            Door::HttpApi => (
+                http_api(members, stage, &mut repairs),
+                RequestOrigin::ApiGatewayV2,
+            ),
+            Door::Alb => (alb(members, &mut repairs), RequestOrigin::Alb),
+            Door::LatticeV2 => (lattice_v2(members, &mut repairs), RequestOrigin::VpcLattice),
+            Door::LatticeV1 => (lattice_v1(members, &mut repairs), RequestOrigin::VpcLattice),
         };
         if let Ok(request) = read {
             return Ok((request, origin, repairs));
@@ -116,7 +125,7 @@ enum Door {
 /// API Gateway HTTP API (payload 2.0) and function URLs: the raw query
 /// string as the client sent it, cookies apart. Read as
 /// `ApiGatewayV2httpRequest` reads it.
-fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Request> {
+fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
     let mut context: ApiGatewayV2httpRequestContext = event.request_context.owned()?;
     for member in [
@@ -210,7 +219,7 @@ fn joined(cookies: &[Text<'_>]) -> String {
 
 /// API Gateway REST API (payload 1.0), read as `ApiGatewayProxyRequest`
 /// reads it.
-fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Request> {
+fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
     let mut context: ApiGatewayProxyRequestContext = event.request_context.owned()?;
     event.resource.string_or_null()?;
@@ -259,7 +268,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut Repairs) -> Read<Re
 /// Application Load Balancer, read as `AlbTargetGroupRequest` reads it:
 /// no stage, no domain name, and the query parameters as the client
 /// encoded them.
-fn alb(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
+fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
     let context: AlbTargetGroupRequestContext = event.request_context.owned()?;
     let method = event.http_method.method()?.ok_or(Refused)?;
@@ -296,7 +305,7 @@ fn alb(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
 /// VPC Lattice, payload 2.0, read as `VpcLatticeRequestV2` reads it and
 /// made into a request as `lambda_http` makes one: no stage, the host and
 /// scheme from the headers, the query decoded as an ALB's.
-fn lattice_v2(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
+fn lattice_v2(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
     let context: VpcLatticeRequestV2Context = event.request_context.owned()?;
     event.version.string_or_null()?;
@@ -322,7 +331,7 @@ fn lattice_v2(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
 /// (snake-case members, a header's values in one comma-separated string).
 /// `lambda_http` 1.3 reads only payload 2.0: this is its request made the
 /// same way, without a request context, since the event carries none.
-fn lattice_v1(event: &Members<'_>, repairs: &mut Repairs) -> Read<Request> {
+fn lattice_v1(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let raw_path = event.raw_path_snake.text_or_null()?;
     let method = event.method.optional_method()?;
     let headers = event.headers.map(true)?;
@@ -350,7 +359,7 @@ fn lattice(
     body: Option<Text<'_>>,
     is_base64_encoded: bool,
     context: Option<RequestContext>,
-    repairs: &mut Repairs,
+    repairs: &mut SetAside,
 ) -> Read<Request> {
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
     let parameters = alb_query(query);
@@ -467,7 +476,7 @@ fn with_stage<'a>(stage: Option<&str>, path: &'a str) -> Cow<'a, str> {
 
 /// The body, decoded from base64 when the event says it is; a body that
 /// is not base64 is dropped and noted.
-fn body_of(body: Option<Text<'_>>, is_base64_encoded: bool, repairs: &mut Repairs) -> Body {
+fn body_of(body: Option<Text<'_>>, is_base64_encoded: bool, repairs: &mut SetAside) -> Body {
     match body {
         None => Body::Empty,
         Some(text) if !is_base64_encoded => Body::Text(text.into_owned()),
@@ -481,7 +490,7 @@ fn body_of(body: Option<Text<'_>>, is_base64_encoded: bool, repairs: &mut Repair
     }
 }
 
-impl Repairs {
+impl SetAside {
     fn note(&mut self, location: &Location) {
         self.host_ignored = location.host_ignored;
         self.query_ignored = location.query_ignored;

@@ -1,13 +1,13 @@
 //! Events no front door sends (a direct invoke's, a console test's): what
 //! [`decode()`](fn@super::decode) sets aside to make a request of one, in words
-//! ([`Repairs`]), and what it refuses ([`UnsupportedEvent`]). An event from
+//! ([`SetAside`]), and what it refuses ([`UnsupportedEvent`]). An event from
 //! API Gateway, an ALB, a function URL or VPC Lattice needs none of it.
 
 use std::fmt;
 
 use url::Url;
 
-use super::Repairs;
+use super::SetAside;
 
 /// `http::HeaderMap` holds at most 24,576 names and panics past them, in
 /// `aws_lambda_events`' header reader, before any of our code runs: an
@@ -19,7 +19,7 @@ use super::Repairs;
 pub const MAX_HEADER_NAMES: usize = 16_384;
 
 /// For the log line: what was set aside, in words.
-impl fmt::Display for Repairs {
+impl fmt::Display for SetAside {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let parts = [
             (self.body_not_base64, "body flagged isBase64Encoded is not base64"),
@@ -89,10 +89,10 @@ mod tests {
 
     #[test]
     fn repairs_read_as_one_line() {
-        let repairs = Repairs {
+        let repairs = SetAside {
             body_not_base64: true,
             host_ignored: true,
-            ..Repairs::default()
+            ..SetAside::default()
         };
         assert_eq!(
             repairs.to_string(),

@@ -8,7 +8,7 @@
 //! one `lambda_http::request::from_str` makes of the same event, the answer
 //! the JSON `lambda_http` writes (`tests/host/front_doors.rs` holds both);
 //! where `lambda_http` would panic, [`decode()`] sets the field aside and
-//! records it in [`Repairs`], for the handler to answer with its own error.
+//! records it in [`SetAside`], for the handler to answer with its own error.
 //! The URI keeps a REST API's stage, as `lambda_http` does unless
 //! `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set (read once, at start);
 //! the path the client asked of the API, without stage or mapping key, is
@@ -36,7 +36,7 @@ pub use self::irregular::{MAX_HEADER_NAMES, UnsupportedEvent};
 /// field is false for an event from a real front door.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Repairs {
+pub struct SetAside {
     /// The body was flagged `isBase64Encoded` but is not base64: dropped,
     /// and the request has no body.
     pub body_not_base64: bool,
@@ -50,7 +50,7 @@ pub struct Repairs {
     pub path_ignored: bool,
 }
 
-impl Repairs {
+impl SetAside {
     /// Whether anything was set aside.
     pub fn any(&self) -> bool {
         *self != Self::default()
@@ -58,15 +58,15 @@ impl Repairs {
 }
 
 /// The front door an event came through, which decides the shape of the
-/// answer.
+/// answer: `lambda_http`'s name and variants for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum FrontDoor {
+pub enum RequestOrigin {
     /// API Gateway REST API (payload 1.0): headers in `multiValueHeaders`.
-    RestApi,
+    ApiGatewayV1,
     /// API Gateway HTTP API (payload 2.0) and Lambda function URLs:
     /// `Set-Cookie` in `cookies`.
-    HttpApi,
+    ApiGatewayV2,
     /// Application Load Balancer: both header forms, and a status line.
     Alb,
     /// VPC Lattice (payloads 1.0 and 2.0): one value per header name.
@@ -78,10 +78,10 @@ pub enum FrontDoor {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Decoded {
-    /// The request, with [`Repairs`] among its extensions.
+    /// The request, with [`SetAside`] among its extensions.
     pub request: Request,
     /// The front door, whose shape the answer takes ([`encode`]).
-    pub origin: FrontDoor,
+    pub origin: RequestOrigin,
 }
 
 /// The path the client asked of the API: without a REST or HTTP API's
@@ -191,7 +191,7 @@ fn is_whole_segments(prefix: &str) -> bool {
 /// text and base64 by the `Content-Type` instead). The loop calls it on
 /// every answer; a function's tests call it to see the JSON a front door
 /// gets from their handler.
-pub fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
+pub fn encode(origin: RequestOrigin, response: Response<Body>) -> Vec<u8> {
     let (parts, body) = response.into_parts();
     let status_code = i64::from(parts.status.as_u16());
     let (body, is_base64_encoded) = match body {
@@ -201,7 +201,7 @@ pub fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
     };
     let mut headers = parts.headers;
     match origin {
-        FrontDoor::RestApi => {
+        RequestOrigin::ApiGatewayV1 => {
             // Only `multiValueHeaders`: API Gateway merges both fields, and
             // would repeat every header.
             let mut answer = ApiGatewayProxyResponse::default();
@@ -211,7 +211,7 @@ pub fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
             answer.is_base64_encoded = is_base64_encoded;
             to_json(&answer)
         }
-        FrontDoor::HttpApi => {
+        RequestOrigin::ApiGatewayV2 => {
             let cookies = headers
                 .get_all(SET_COOKIE)
                 .iter()
@@ -226,7 +226,7 @@ pub fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
             answer.is_base64_encoded = is_base64_encoded;
             to_json(&answer)
         }
-        FrontDoor::Alb => {
+        RequestOrigin::Alb => {
             // Both forms: the target group's setting decides which one the
             // load balancer reads.
             let mut answer = AlbTargetGroupResponse::default();
@@ -241,7 +241,7 @@ pub fn encode(origin: FrontDoor, response: Response<Body>) -> Vec<u8> {
             answer.is_base64_encoded = is_base64_encoded;
             to_json(&answer)
         }
-        FrontDoor::VpcLattice => {
+        RequestOrigin::VpcLattice => {
             let mut answer = VpcLatticeResponse::default();
             answer.status_code = parts.status.as_u16();
             answer.headers = headers;

@@ -33,7 +33,7 @@ use tokio::task::JoinHandle;
 use super::api::{DEADLINE_MS, INVOCATION_ID, REQUEST_ID, RuntimeApi, TENANT_ID, TRACE_ID};
 use super::{shutdown, stream};
 use crate::deadline::{self, BACKSTOP_MARGIN};
-use crate::envelope::{self, ApiPath, FrontDoor, Stage};
+use crate::envelope::{self, ApiPath, RequestOrigin, Stage};
 use crate::trace;
 
 const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
@@ -75,7 +75,7 @@ pub(super) struct Answering<'a> {
     request_id: &'a str,
     /// The invocation's headers, from `next`.
     headers: &'a HeaderMap,
-    origin: FrontDoor,
+    origin: RequestOrigin,
     /// What the SERVER span says of the request, when it is sent.
     server: Option<&'a (Method, Option<ApiPath>, Option<String>)>,
     /// The loop's cut, [`BACKSTOP_MARGIN`] before the deadline.

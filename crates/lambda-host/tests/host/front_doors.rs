@@ -237,7 +237,7 @@ fn a_vpc_lattice_v1_event_decodes_as_lambda_http_decodes_its_v2_twin() {
     ours["request_context"] = Value::Null;
     theirs["request_context"] = Value::Null;
     assert_eq!(ours, theirs);
-    assert_eq!(v1.origin, envelope::FrontDoor::VpcLattice);
+    assert_eq!(v1.origin, envelope::RequestOrigin::VpcLattice);
 }
 
 /// A header list as VPC Lattice's payload 2.0 sends it.

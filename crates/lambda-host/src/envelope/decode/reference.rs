@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer};
 use url::Url;
 
 use super::super::irregular::{MAX_HEADER_NAMES, Unsupported, UnsupportedEvent, bare};
-use super::super::{ApiPath, Decoded, FrontDoor, Repairs};
+use super::super::{ApiPath, Decoded, RequestOrigin, SetAside};
 use super::Stage;
 
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
@@ -26,11 +26,11 @@ const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto
 /// `decode_with` as it was: a first pass for the type and the header
 /// count, then each candidate type's own typed pass.
 pub(super) fn decode_with(payload: &[u8], stage: Stage) -> Result<Decoded, UnsupportedEvent> {
-    let mut repairs = Repairs::default();
+    let mut repairs = SetAside::default();
     let (mut request, origin) = match read(payload).map_err(UnsupportedEvent)? {
-        Event::RestApi(event) => (rest_api(event, stage, &mut repairs), FrontDoor::RestApi),
-        Event::HttpApi(event) => (http_api(event, stage, &mut repairs), FrontDoor::HttpApi),
-        Event::Alb(event) => (alb(event, &mut repairs), FrontDoor::Alb),
+        Event::RestApi(event) => (rest_api(event, stage, &mut repairs), RequestOrigin::ApiGatewayV1),
+        Event::HttpApi(event) => (http_api(event, stage, &mut repairs), RequestOrigin::ApiGatewayV2),
+        Event::Alb(event) => (alb(event, &mut repairs), RequestOrigin::Alb),
     };
     let path = ApiPath::of(&request);
     let extensions = request.extensions_mut();
@@ -146,7 +146,7 @@ impl<'de> Visitor<'de> for CountNames {
 
 /// API Gateway HTTP API (payload 2.0) and function URLs: the raw query
 /// string as the client sent it, cookies apart.
-fn http_api(event: ApiGatewayV2httpRequest, stage: Stage, repairs: &mut Repairs) -> Request {
+fn http_api(event: ApiGatewayV2httpRequest, stage: Stage, repairs: &mut SetAside) -> Request {
     let mut context = event.request_context;
     let mut headers = event.headers;
     let mut raw_path = event.raw_path.unwrap_or_default();
@@ -199,7 +199,7 @@ fn http_api(event: ApiGatewayV2httpRequest, stage: Stage, repairs: &mut Repairs)
 }
 
 /// API Gateway REST API (payload 1.0).
-fn rest_api(event: ApiGatewayProxyRequest, stage: Stage, repairs: &mut Repairs) -> Request {
+fn rest_api(event: ApiGatewayProxyRequest, stage: Stage, repairs: &mut SetAside) -> Request {
     let mut context = event.request_context;
     let mut raw_path = event.path.unwrap_or_default();
     let parameters = preferred(
@@ -236,7 +236,7 @@ fn rest_api(event: ApiGatewayProxyRequest, stage: Stage, repairs: &mut Repairs) 
 
 /// Application Load Balancer: no stage, no domain name, and the query
 /// parameters as the client encoded them.
-fn alb(event: AlbTargetGroupRequest, repairs: &mut Repairs) -> Request {
+fn alb(event: AlbTargetGroupRequest, repairs: &mut SetAside) -> Request {
     let mut raw_path = event.path.unwrap_or_default();
     let parameters = preferred(
         alb_query(event.multi_value_query_string_parameters),
@@ -340,7 +340,7 @@ fn with_stage<'a>(stage: Option<&str>, path: &'a str) -> Cow<'a, str> {
 
 /// The body, decoded from base64 when the event says it is; a body that
 /// is not base64 is dropped and noted.
-fn body(body: Option<String>, is_base64_encoded: bool, repairs: &mut Repairs) -> Body {
+fn body(body: Option<String>, is_base64_encoded: bool, repairs: &mut SetAside) -> Body {
     match body {
         None => Body::Empty,
         Some(text) if !is_base64_encoded => Body::Text(text),
@@ -354,7 +354,7 @@ fn body(body: Option<String>, is_base64_encoded: bool, repairs: &mut Repairs) ->
     }
 }
 
-impl Repairs {
+impl SetAside {
     fn note_reference(&mut self, location: &Location) {
         self.host_ignored = location.host_ignored;
         self.query_ignored = location.query_ignored;

@@ -26,11 +26,11 @@ fn http_api_event(change: impl FnOnce(&mut Value)) -> Vec<u8> {
     event.to_string().into_bytes()
 }
 
-fn repairs(decoded: &Decoded) -> Repairs {
+fn repairs(decoded: &Decoded) -> SetAside {
     *decoded
         .request
         .extensions()
-        .get::<Repairs>()
+        .get::<SetAside>()
         .expect("repairs attached")
 }
 
@@ -38,7 +38,7 @@ fn repairs(decoded: &Decoded) -> Repairs {
 fn an_event_from_a_front_door_is_decoded_with_nothing_set_aside() {
     let decoded = decode(&http_api_event(|_| {})).expect("an HTTP API event");
 
-    assert_eq!(repairs(&decoded), Repairs::default());
+    assert_eq!(repairs(&decoded), SetAside::default());
     assert_eq!(decoded.request.uri().to_string(), "https://api.example.com/items");
     assert_eq!(decoded.request.body().as_ref(), br#"{"id":1,"name":"Widget"}"#);
 }
@@ -60,9 +60,9 @@ fn a_base64_body_is_decoded_and_one_that_is_not_base64_is_set_aside() {
     .expect("decoded");
     assert_eq!(
         repairs(&bad),
-        Repairs {
+        SetAside {
             body_not_base64: true,
-            ..Repairs::default()
+            ..SetAside::default()
         }
     );
     assert!(bad.request.body().is_empty());
@@ -88,9 +88,9 @@ fn a_host_or_scheme_that_does_not_form_a_url_is_ignored_and_the_path_kept() {
 
         assert_eq!(
             repairs(&decoded),
-            Repairs {
+            SetAside {
                 host_ignored: true,
-                ..Repairs::default()
+                ..SetAside::default()
             },
             "{host:?} {proto:?}"
         );
@@ -108,9 +108,9 @@ fn a_path_or_query_that_does_not_form_a_url_is_set_aside() {
     let decoded = decode(&http_api_event(|event| event["rawQueryString"] = json!("a=b c"))).expect("decoded");
     assert_eq!(
         repairs(&decoded),
-        Repairs {
+        SetAside {
             query_ignored: true,
-            ..Repairs::default()
+            ..SetAside::default()
         }
     );
     assert_eq!(decoded.request.raw_http_path(), "/items");
@@ -137,7 +137,7 @@ fn an_event_without_a_host_or_domain_name_is_decoded_with_nothing_set_aside() {
     }))
     .expect("decoded");
 
-    assert_eq!(repairs(&decoded), Repairs::default());
+    assert_eq!(repairs(&decoded), SetAside::default());
     assert_eq!(decoded.request.uri().to_string(), "/items");
     assert_eq!(
         decoded.request.headers().get(X_FORWARDED_PROTO),
@@ -149,21 +149,21 @@ fn an_event_without_a_host_or_domain_name_is_decoded_with_nothing_set_aside() {
 /// which `lambda_http`'s conversion panics, and what is set aside.
 #[test]
 fn every_event_that_panics_lambda_https_conversion_is_decoded_with_what_was_set_aside() {
-    let body = Repairs {
+    let body = SetAside {
         body_not_base64: true,
-        ..Repairs::default()
+        ..SetAside::default()
     };
-    let host = Repairs {
+    let host = SetAside {
         host_ignored: true,
-        ..Repairs::default()
+        ..SetAside::default()
     };
-    let path = Repairs {
+    let path = SetAside {
         path_ignored: true,
-        ..Repairs::default()
+        ..SetAside::default()
     };
-    let query = Repairs {
+    let query = SetAside {
         query_ignored: true,
-        ..Repairs::default()
+        ..SetAside::default()
     };
     let context = r#""requestContext": {"domainName": "api.example.com", "http": {"method": "POST", "path": "/items", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /items", "stage": "$default", "timeEpoch": 0}"#;
     let no_domain = r#""requestContext": {"http": {"method": "POST", "path": "/items", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1"}, "routeKey": "POST /items", "stage": "$default", "timeEpoch": 0}"#;
@@ -365,7 +365,7 @@ proptest::proptest! {
         let decoded = decode(event.to_string().as_bytes());
 
         let decoded = decoded.expect("an API Gateway event");
-        proptest::prop_assert!(decoded.request.extensions().get::<Repairs>().is_some());
+        proptest::prop_assert!(decoded.request.extensions().get::<SetAside>().is_some());
     }
 }
 
@@ -463,7 +463,7 @@ fn outcome(decoded: Result<Decoded, UnsupportedEvent>) -> Value {
     match decoded {
         Ok(decoded) => json!({
             "request": with_query_sorted(crate::test_util::request_parts(&decoded.request)),
-            "repairs": format!("{:?}", decoded.request.extensions().get::<Repairs>()),
+            "repairs": format!("{:?}", decoded.request.extensions().get::<SetAside>()),
             "api_path": decoded.request.extensions().get::<ApiPath>().map(ApiPath::as_str),
             "origin": format!("{:?}", decoded.origin),
         }),
@@ -495,7 +495,7 @@ fn assert_decoded_as_before(payload: &[u8]) {
         };
         // The reference predates VPC Lattice: it refused every such event.
         if let (Ok(decoded), Err(_)) = (&decoded, &before)
-            && decoded.origin == FrontDoor::VpcLattice
+            && decoded.origin == RequestOrigin::VpcLattice
         {
             continue;
         }
@@ -747,7 +747,7 @@ proptest::proptest! {
         let decoded = decode(event.to_string().as_bytes());
 
         if let Ok(decoded) = decoded {
-            proptest::prop_assert!(decoded.request.extensions().get::<Repairs>().is_some());
+            proptest::prop_assert!(decoded.request.extensions().get::<SetAside>().is_some());
         }
     }
 }
