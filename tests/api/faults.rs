@@ -9,9 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
-use plant_store::store::DynamoStore;
+use plant_store::plant::NewPlant;
 use plant_store::store::client::{ATTEMPT_TIMEOUT, MAX_ATTEMPTS, OPERATION_TIMEOUT};
+use plant_store::store::{DynamoStore, PlantStore, StoreError};
 use serde_json::json;
 use tokio::task::{JoinSet, spawn_blocking};
 
@@ -29,10 +33,11 @@ const _: () = assert!(OPERATION_TIMEOUT.as_millis() < WELL_WITHIN_FUNCTION_TIMEO
 /// clock, where only timers move time, no attempt waited for its timeout
 /// (the SDK's backoffs between them come to under 0.2 s).
 const QUICKLY: Duration = ATTEMPT_TIMEOUT;
-/// A fault that only the real clock can show (DynamoDB applies the
-/// write), on a stalled 2-core machine too: at most MAX_ATTEMPTS answers
-/// of DynamoDB Local, each a few milliseconds, and under 0.2 s of backoff.
-const QUICKLY_ON_THE_WALL: Duration = Duration::from_secs(3);
+/// The longest the SDK can wait when every attempt hangs until its own
+/// timeout and the operation's budget did not end it first.
+const _: () = assert!(
+    ATTEMPT_TIMEOUT.as_millis() * MAX_ATTEMPTS as u128 + 1_000 < WELL_WITHIN_FUNCTION_TIMEOUT.as_millis()
+);
 
 /// The attempts the SDK makes when each one hangs until its timeout: the
 /// third starts about 4.1 s in, under an operation budget of 5 s, so
@@ -46,6 +51,36 @@ fn assert_bounded_retries(attempts: u32) {
 }
 
 const BODY: &str = r#"{"id":1,"name":"Monstera","tag":"aroid"}"#;
+
+/// A DynamoDB that answers each attempt a second after its timeout.
+const SLOW: Fault = Fault::Latency(Duration::from_secs(ATTEMPT_TIMEOUT.as_secs() + 1));
+
+/// What ended the SDK's last attempt when the store gave up under `fault`,
+/// writing to a table of its own, and the attempts it made: a fault that
+/// only the real clock can show, where DynamoDB applies the write, is told
+/// apart by what the SDK saw rather than by how long it took on a machine
+/// that may be stalled.
+async fn why_the_store_gave_up(
+    app: &TestApp,
+    proxy: &FaultProxy,
+    fault: Fault,
+) -> (SdkError<PutItemError, HttpResponse>, u32) {
+    let table = unique_name("probe");
+    create_table(&app.client, &table).await;
+    proxy.set(fault);
+    let requests = proxy.requests();
+    let store = DynamoStore::new(function_client_for(&proxy.url()), &table);
+    let plant = NewPlant::from_json(BODY.as_bytes()).expect("a plant");
+    match store.create(&plant).await {
+        Err(StoreError::Unavailable(cause)) => {
+            let why = cause
+                .downcast::<SdkError<PutItemError, HttpResponse>>()
+                .expect("the SDK's own error");
+            (*why, proxy.requests() - requests)
+        }
+        other => panic!("the store did not give up: {other:?}"),
+    }
+}
 
 /// The real handler over a fresh table, its DynamoDB client going through a
 /// fault proxy of its own.
@@ -150,19 +185,21 @@ async fn a_dynamodb_slower_than_usual_but_within_the_attempt_timeout_still_gets_
 
 #[tokio::test]
 async fn a_slow_dynamodb_gets_bounded_retries_then_a_503_well_within_the_function_timeout() {
-    let (app, proxy, elapsed) =
-        unavailable_under(Fault::Latency(ATTEMPT_TIMEOUT + Duration::from_secs(1))).await;
+    let (app, proxy, elapsed) = unavailable_under(SLOW).await;
 
     assert_bounded_retries(proxy.requests());
-    assert!(
-        elapsed >= 2 * ATTEMPT_TIMEOUT && elapsed < WELL_WITHIN_FUNCTION_TIMEOUT,
-        "took {elapsed:?}; the whole operation is capped at {OPERATION_TIMEOUT:?}"
-    );
+    assert!(elapsed >= 2 * ATTEMPT_TIMEOUT, "took {elapsed:?}");
     // The slow DynamoDB did apply the first attempt: the 503 told the
     // client to retry, and the retry finds the write instead of repeating it.
     let written = app.stored(1).await.expect("the first attempt was applied");
     assert_the_retry_gets_200(&app, &proxy).await;
     assert_eq!(app.stored(1).await, Some(written), "the retry rewrote the item");
+
+    // The SDK's own timers ended the wait, not DynamoDB's late answers:
+    // within MAX_ATTEMPTS attempt timeouts, well within the function's.
+    let (why, attempts) = why_the_store_gave_up(&app, &proxy, SLOW).await;
+    assert!(matches!(why, SdkError::TimeoutError(_)), "{why:?}");
+    assert_bounded_retries(attempts);
 }
 
 #[tokio::test]
@@ -211,9 +248,8 @@ async fn refused_connections_are_a_quick_503_and_the_same_warm_function_serves_2
 
 #[tokio::test]
 async fn answers_cut_off_on_every_attempt_give_a_503_and_the_clients_retry_gets_the_idempotent_200() {
-    let (app, proxy, elapsed) = unavailable_under(Fault::CutAfterWrite).await;
+    let (app, proxy, _) = unavailable_under(Fault::CutAfterWrite).await;
 
-    assert!(elapsed < QUICKLY_ON_THE_WALL, "took {elapsed:?}");
     assert_eq!(proxy.forwarded(), MAX_ATTEMPTS);
     let written = app.stored(1).await.expect("the first attempt was applied");
     assert_item(&written, 1, "Monstera", Some("aroid"));
@@ -223,6 +259,12 @@ async fn answers_cut_off_on_every_attempt_give_a_503_and_the_clients_retry_gets_
     // Someone else's plant under the same id is still a conflict.
     let other = app.create(r#"{"id":1,"name":"Monstera"}"#).await;
     assert_eq!((other.status, &other.body["error"]), (409, &json!(40901)));
+
+    // Every attempt ended at its cut, none at its timeout: the 503 came as
+    // soon as DynamoDB Local had answered MAX_ATTEMPTS times.
+    let (why, attempts) = why_the_store_gave_up(&app, &proxy, Fault::CutAfterWrite).await;
+    assert!(matches!(why, SdkError::DispatchFailure(_)), "{why:?}");
+    assert_eq!(attempts, MAX_ATTEMPTS);
 }
 
 #[tokio::test]
