@@ -137,8 +137,16 @@ mod tests {
     use std::io::Write;
     use std::sync::{Arc, Mutex};
 
+    /// A writer of log lines into memory, for this module's tests and
+    /// `json`'s.
     #[derive(Clone, Default)]
-    struct Capture(Arc<Mutex<Vec<u8>>>);
+    pub(super) struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl Capture {
+        pub(super) fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
 
     impl Write for Capture {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -165,7 +173,7 @@ mod tests {
         let capture = Capture::default();
         let subscriber = json_with(filter(level, rust_log), capture.clone());
         tracing::dispatcher::with_default(&tracing::Dispatch::new(subscriber), emit);
-        String::from_utf8(capture.0.lock().unwrap().clone()).unwrap()
+        capture.text()
     }
 
     #[test]

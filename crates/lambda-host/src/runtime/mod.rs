@@ -40,7 +40,7 @@ pub(crate) use self::api::RuntimeApi;
 #[cfg(feature = "graceful-shutdown")]
 pub use self::shutdown::spawn_graceful_shutdown_handler;
 pub use self::worker::spawn;
-use self::worker::{Lent, Own, Shared, Streaming};
+use self::worker::{Answer, Lent, Own, Shared, Streaming};
 use crate::env::{Concurrency, LambdaEnv, StartError};
 use crate::envelope::Stage;
 use crate::{logging, trace};
@@ -139,15 +139,9 @@ impl Lambda {
         R: IntoResponse,
         E: Debug + Into<Diagnostic>,
     {
-        let (shared, concurrency) = self.into_shared();
-        on_one_thread(concurrency, "run", "run_concurrent");
         let service = Mutex::new(service);
-        let (stop, stopped) = watch::channel(false);
-        let settle = !concurrency.is_concurrent();
-        let workers = (0..concurrency.get())
-            .map(|_| worker::serve(shared.clone(), Lent(&service), settle, stopped.clone()))
-            .collect();
-        on_one_task(workers, &stop).await
+        self.on_one_task(("run", "run_concurrent"), || Lent(&service))
+            .await
     }
 
     /// Serves invocations with `service` as [`Lambda::serve`] does, each
@@ -166,19 +160,12 @@ impl Lambda {
         B::Data: Into<Bytes>,
         B::Error: Into<Error>,
     {
-        let (shared, concurrency) = self.into_shared();
-        on_one_thread(
-            concurrency,
+        let service = Mutex::new(service);
+        let names = (
             "run_with_streaming_response",
             "run_with_streaming_response_concurrent",
         );
-        let service = Mutex::new(service);
-        let (stop, stopped) = watch::channel(false);
-        let settle = !concurrency.is_concurrent();
-        let workers = (0..concurrency.get())
-            .map(|_| worker::serve(shared.clone(), Streaming(Lent(&service)), settle, stopped.clone()))
-            .collect();
-        on_one_task(workers, &stop).await
+        self.on_one_task(names, || Streaming(Lent(&service))).await
     }
 
     /// Serves invocations with `service` as [`Lambda::serve`] does, each
@@ -193,19 +180,8 @@ impl Lambda {
         R: IntoResponse + Send + 'static,
         E: Debug + Into<Diagnostic> + Send + 'static,
     {
-        let (shared, concurrency) = self.into_shared();
-        let (stop, stopped) = watch::channel(false);
-        let settle = !concurrency.is_concurrent();
-        let mut workers = JoinSet::new();
-        for _ in 0..concurrency.get() {
-            workers.spawn(worker::serve(
-                shared.clone(),
-                Own(service.clone()),
-                settle,
-                stopped.clone(),
-            ));
-        }
-        on_tasks(workers, &stop).await
+        self.on_tasks(|shared, settle, stopped| worker::serve(shared, Own(service.clone()), settle, stopped))
+            .await
     }
 
     /// Serves invocations with `service` as [`Lambda::serve_concurrent`]
@@ -220,19 +196,74 @@ impl Lambda {
         B::Data: Into<Bytes> + Send,
         B::Error: Into<Error> + Send + Debug,
     {
+        self.on_tasks(|shared, settle, stopped| {
+            worker::serve(shared, Streaming(Own(service.clone())), settle, stopped)
+        })
+        .await
+    }
+
+    /// Serves with a worker per invocation at once, each calling the
+    /// service through `caller()`, polled together on the calling task;
+    /// `names` are the entry point and its concurrent twin, for the word on
+    /// Managed Instances.
+    async fn on_one_task<C: Answer>(self, names: (&str, &str), caller: impl Fn() -> C) -> Result<(), Error> {
+        let (shared, concurrency) = self.into_shared();
+        on_one_thread(concurrency, names);
+        let (stop, stopped) = watch::channel(false);
+        let settle = !concurrency.is_concurrent();
+        let mut workers: FuturesUnordered<_> = (0..concurrency.get())
+            .map(|_| worker::serve(shared.clone(), caller(), settle, stopped.clone()))
+            .collect();
+        tracing::debug!(workers = workers.len(), "serving invocations on one task");
+        let mut ended = Ended::default();
+        let mut shutdown = pin!(shutdown::requested());
+        loop {
+            tokio::select! {
+                result = workers.next() => match result {
+                    Some(result) => ended.record(result, &stop),
+                    None => break,
+                },
+                () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
+            }
+        }
+        ended.cause().await
+    }
+
+    /// Serves with a worker per invocation at once, each a task of its own:
+    /// `worker(shared, settle, stopped)` makes it (a concrete future, so
+    /// that it is known to be `Send`).
+    async fn on_tasks<F>(
+        self,
+        worker: impl Fn(Arc<Shared>, bool, watch::Receiver<bool>) -> F,
+    ) -> Result<(), Error>
+    where
+        F: Future<Output = Result<(), Error>> + Send + 'static,
+    {
         let (shared, concurrency) = self.into_shared();
         let (stop, stopped) = watch::channel(false);
         let settle = !concurrency.is_concurrent();
         let mut workers = JoinSet::new();
         for _ in 0..concurrency.get() {
-            workers.spawn(worker::serve(
-                shared.clone(),
-                Streaming(Own(service.clone())),
-                settle,
-                stopped.clone(),
-            ));
+            workers.spawn(worker(shared.clone(), settle, stopped.clone()));
         }
-        on_tasks(workers, &stop).await
+        tracing::debug!(workers = workers.len(), "serving invocations");
+        let mut ended = Ended::default();
+        let mut shutdown = pin!(shutdown::requested());
+        loop {
+            tokio::select! {
+                result = workers.join_next() => match result {
+                    // Everything a worker runs for an invocation is inside
+                    // its guard; a join error is the loop's own code failing.
+                    Some(result) => ended.record(
+                        result.unwrap_or_else(|join| Err(format!("a worker stopped: {join}").into())),
+                        &stop,
+                    ),
+                    None => break,
+                },
+                () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
+            }
+        }
+        ended.cause().await
     }
 
     fn into_shared(self) -> (Arc<Shared>, Concurrency) {
@@ -255,7 +286,7 @@ impl Lambda {
 
 /// On Managed Instances with several vCPUs, a word on the entry point
 /// that uses them.
-fn on_one_thread(concurrency: Concurrency, this: &str, concurrent: &str) {
+fn on_one_thread(concurrency: Concurrency, (this, concurrent): (&str, &str)) {
     let vcpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     if concurrency.is_concurrent() && vcpus > 1 {
         tracing::info!(
@@ -264,48 +295,6 @@ fn on_one_thread(concurrency: Concurrency, this: &str, concurrent: &str) {
             "serving every invocation on one thread, as `{this}` serves a service that may borrow from `main`: `lambda_host::{concurrent}` spreads a `Clone + Send + 'static` service over the vCPUs"
         );
     }
-}
-
-/// Polls the `workers` together on the calling task until each has ended.
-async fn on_one_task<F>(mut workers: FuturesUnordered<F>, stop: &watch::Sender<bool>) -> Result<(), Error>
-where
-    F: Future<Output = Result<(), Error>>,
-{
-    tracing::debug!(workers = workers.len(), "serving invocations on one task");
-    let mut ended = Ended::default();
-    let mut shutdown = pin!(shutdown::requested());
-    loop {
-        tokio::select! {
-            result = workers.next() => match result {
-                Some(result) => ended.record(result, stop),
-                None => break,
-            },
-            () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
-        }
-    }
-    ended.cause().await
-}
-
-/// Waits until each of the `workers`' tasks has ended.
-async fn on_tasks(mut workers: JoinSet<Result<(), Error>>, stop: &watch::Sender<bool>) -> Result<(), Error> {
-    tracing::debug!(workers = workers.len(), "serving invocations");
-    let mut ended = Ended::default();
-    let mut shutdown = pin!(shutdown::requested());
-    loop {
-        tokio::select! {
-            result = workers.join_next() => match result {
-                // Everything a worker runs for an invocation is inside
-                // its guard; a join error is the loop's own code failing.
-                Some(result) => ended.record(
-                    result.unwrap_or_else(|join| Err(format!("a worker stopped: {join}").into())),
-                    stop,
-                ),
-                None => break,
-            },
-            () = &mut shutdown, if !*stop.borrow() => { stop.send_replace(true); }
-        }
-    }
-    ended.cause().await
 }
 
 /// How the workers ended: the first cause, on which the others were told

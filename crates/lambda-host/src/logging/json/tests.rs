@@ -1,37 +1,8 @@
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::tracing::{self, Dispatch};
 
 use super::super::json_subscriber;
+use super::super::tests::Capture;
 use super::*;
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-impl Capture {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
 
 /// What `emit` logs through `dispatch`.
 fn through(dispatch: Dispatch, capture: &Capture, emit: &dyn Fn()) -> String {
