@@ -330,7 +330,7 @@ bench-tiny: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_
 	   --impl rust,traced,floor,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
 	   --tracing-cold 2 --tracing-warm 20 --concurrency 2 --concurrency-invocations 20 --long 50 --out "$$out" && \
 	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/floor.py --binary target/debug/plant-store \
-	   --runs 1 --warm 10 --memory 128 --concurrency 1,2 --concurrency-invocations 20 --out "$$out/floor" && \
+	   --runs 1 --warm 10 --memory 128 --concurrency 1,2 --concurrency-invocations 20 --in-flight-rounds 2 --out "$$out/floor" && \
 	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
 	   --impl rust --jwt --transport none --memory 128 --memory-cold 1 --memory-warm 5 \
 	   --concurrency none --long 50 --out "$$out/jwt"

@@ -17,8 +17,9 @@ invocation is measured as bench/run.py measures plant-store's, with the
 same code (bench/measure.py): warm processes taking turns in blocks with
 plant-store unsampled (`rust`) and sampled (`traced`), and the idiomatic
 peer when it is built; over HTTP and HTTPS, on whole cores and inside 128
-MB's CPU quota; then one process each at 1, 8 and 64 in flight, as on
-Lambda Managed Instances. Prints the ratios and writes floor.json and
+MB's CPU quota; then at 1, 8 and 64 in flight, as on Lambda Managed
+Instances, a process of each per round, taking turns for five rounds,
+the median round reported. Prints the ratios and writes floor.json and
 floor.md into --out.
 
     bench/floor.py                   # make bench-floor
@@ -129,23 +130,47 @@ def warm(run, subjects, args, events):
 
 
 def in_flight(run, subjects, args, events):
-    """One process per subject and level, as make bench's concurrency runs:
-    {name: {level: run}}."""
+    """One process per subject, level and round, as make bench's
+    concurrency runs, the subjects taking turns round after round so that
+    a drift of the machine's load falls on each alike: {name: {level:
+    the rounds' medians}}."""
     out = {s.name: {} for s in subjects}
     if not args.concurrency:
         return out
     count = warm_up(4000, args.concurrency_invocations)
     log(f"warming DynamoDB Local under concurrency: {count} creates, {max(args.concurrency)} at once")
     concurrency_run(run, subjects[0], CONCURRENCY_TRANSPORT, max(args.concurrency), count, events)
-    for i, level in enumerate(args.concurrency):
-        for subject in subjects[i % len(subjects) :] + subjects[: i % len(subjects)]:
-            log(f"{subject.name}: {args.concurrency_invocations} creates, {level} in flight")
-            r = concurrency_run(run, subject, CONCURRENCY_TRANSPORT, level, args.concurrency_invocations, events)
-            out[subject.name][str(level)] = {k: v for k, v in r.items() if k != "wall_ms"} | {
-                "p50_ms": report.percentile(r["wall_ms"], 50),
-                "p99_ms": report.percentile(r["wall_ms"], 99),
-            }
+    for level in args.concurrency:
+        rounds = {s.name: [] for s in subjects}
+        for i in range(args.in_flight_rounds):
+            for subject in subjects[i % len(subjects) :] + subjects[: i % len(subjects)]:
+                log(
+                    f"{subject.name}: {args.concurrency_invocations} creates, {level} in flight, "
+                    f"round {i + 1}/{args.in_flight_rounds}"
+                )
+                rounds[subject.name].append(
+                    concurrency_run(run, subject, CONCURRENCY_TRANSPORT, level, args.concurrency_invocations, events)
+                )
+        for name, runs in rounds.items():
+            out[name][str(level)] = medians(runs)
     return out
+
+
+def medians(runs):
+    """A level's rounds as one: each figure's median, every round's CPU per
+    create, and the latency percentiles of all their creates."""
+    walls = [ms for r in runs for ms in r["wall_ms"]]
+    figures = ("creates_per_s", "cpu_per_invocation_ms", "system_share", "context_switches_per_invocation")
+    return {
+        "concurrency": runs[0]["concurrency"],
+        "invocations": sum(r["invocations"] for r in runs),
+        "rounds": len(runs),
+        **{k: statistics.median(r[k] for r in runs) if all(r[k] is not None for r in runs) else None for k in figures},
+        "cpu_per_invocation_by_round_ms": [r["cpu_per_invocation_ms"] for r in runs],
+        "peak_rss_kib": max(r["peak_rss_kib"] for r in runs),
+        "p50_ms": report.percentile(walls, 50),
+        "p99_ms": report.percentile(walls, 99),
+    }
 
 
 def commit():
@@ -172,7 +197,12 @@ def main():
     parser.add_argument("--memory", type=sizes, default=[128], help="memory sizes under their CPU quota (default 128)")
     levels = listed(int, lambda n: n >= 1, "counts")
     parser.add_argument("--concurrency", type=levels, default=[1, 8, 64], help="in flight (default 1,8,64), or none")
-    parser.add_argument("--concurrency-invocations", type=at_least(1), default=2000, help="creates per level (2000)")
+    parser.add_argument(
+        "--concurrency-invocations", type=at_least(1), default=1000, help="creates per process in flight (1000)"
+    )
+    parser.add_argument(
+        "--in-flight-rounds", type=at_least(1), default=5, help="processes of each per level, taking turns (5)"
+    )
     parser.add_argument("--binary", help="the plant-store build to compare (default: build it with cargo)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where floor.json and floor.md go")
     args = parser.parse_args()
@@ -253,23 +283,26 @@ def write(results, cold_text, out):
             report.floor_table(results["floor"]),
             "",
             f"Warm rows: {s['warm']} invocations each, processes taking turns in blocks (bench/measure.py); "
-            f"in flight: one process each, {s['concurrency_invocations']} creates over HTTPS behind 5 ms per "
-            "DynamoDB request, on whole cores. CPU: the process's CPU clock, read from outside.",
+            f"in flight: {s['in_flight_rounds']} processes of each taking turns, {s['concurrency_invocations']} "
+            "creates each over HTTPS behind 5 ms per DynamoDB request, on whole cores, the median process. "
+            "CPU: the process's CPU clock, read from outside.",
         ]
     if any(results["concurrency"].values()):
         text += [
             "",
             "## In flight: where the CPU goes",
             "",
-            "| implementation | in flight | creates/s | CPU per create (ms) | kernel's share "
+            "| implementation | in flight | creates/s | CPU per create (ms), rounds' min-max | kernel's share "
             "| context switches per create |",
             "|---|---:|---:|---:|---:|---:|",
         ]
         for name, levels in results["concurrency"].items():
             for level, r in levels.items():
                 share = r.get("system_share")
+                spread = r.get("cpu_per_invocation_by_round_ms") or [r["cpu_per_invocation_ms"]]
                 text.append(
-                    f"| {name} | {level} | {r['creates_per_s']:,.0f} | {r['cpu_per_invocation_ms']:.3f} | "
+                    f"| {name} | {level} | {r['creates_per_s']:,.0f} | {r['cpu_per_invocation_ms']:.3f} "
+                    f"({min(spread):.3f}-{max(spread):.3f}) | "
                     f"{'–' if share is None else f'{share:.0%}'} | {r.get('context_switches_per_invocation', 0):.2f} |"
                 )
     os.makedirs(out, exist_ok=True)
