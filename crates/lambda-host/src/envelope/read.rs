@@ -257,7 +257,7 @@ impl<'de> Visitor<'de> for RawMembersVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawMembers<'de>, A::Error> {
         let mut members = Vec::new();
-        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
             members.push((name, map.next_value::<&'de RawValue>()?));
         }
         Ok(RawMembers(members))
@@ -304,7 +304,7 @@ impl<'de> Visitor<'de> for MembersVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
         let mut members = Members::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
             let slot = match key.as_ref() {
                 "headers" => {
                     take_headers(&mut members.headers, map.next_value()?);
@@ -529,7 +529,7 @@ impl<'de> Visitor<'de> for HeadersVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Headers<'de>, A::Error> {
         // What a front door's request usually has, in one allocation.
         let mut pairs = Vec::with_capacity(16);
-        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
             pairs.push((name, map.next_value::<HeaderItem<'de>>()?));
         }
         Ok(Headers {
