@@ -561,8 +561,8 @@ fn set_aside(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location 
 /// query or credentials of its own would parse, but would change what the
 /// request means.
 fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
-    let plain = plain(scheme, host, path);
-    if plain && written_as_is(scheme, host) && path_as_is(path) {
+    let host_as_is = host_as_is(scheme, host) || plain(scheme, host, path) && written_as_is(scheme, host);
+    if host_as_is && (path.is_empty() || path.starts_with('/')) && path_as_is(path) {
         let mut url = String::with_capacity(scheme.len() + host.len() + path.len() + 4);
         url.push_str(scheme);
         url.push_str("://");
@@ -570,7 +570,7 @@ fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
         url.push_str(if path.is_empty() { "/" } else { path });
         return Some(url);
     }
-    if !(plain || bare(scheme, host)) {
+    if !(plain(scheme, host, path) || bare(scheme, host)) {
         return None;
     }
     Url::parse(&format!("{scheme}://{host}{path}"))
@@ -604,6 +604,43 @@ fn written_as_is(scheme: &str, host: &str) -> bool {
         .and_then(|label| label.bytes().next())
         .is_some_and(|first| first.is_ascii_lowercase());
     port_as_is && labels_as_is && last_is_a_name && !name.bytes().any(|byte| byte.is_ascii_uppercase())
+}
+
+/// [`plain`]'s host and [`written_as_is`] in one pass over the host, for
+/// what every front door sends: lower-case labels, a last one that starts
+/// with a letter, perhaps a port. `false` leaves the answer to those two.
+fn host_as_is(scheme: &str, host: &str) -> bool {
+    let (name, port) = match host.rsplit_once(':') {
+        Some((name, port)) => (name, Some(port)),
+        None => (host, None),
+    };
+    let default_port = if scheme == "https" { "443" } else { "80" };
+    let port_as_is = port.is_none_or(|port| {
+        !port.is_empty()
+            && !port.starts_with('0')
+            && port.len() <= 5
+            && port.bytes().all(|byte| byte.is_ascii_digit())
+            && port.parse::<u16>().is_ok()
+            && port != default_port
+    });
+    let bytes = name.as_bytes();
+    let mut at_label = true;
+    let mut label_first = 0;
+    for (at, &byte) in bytes.iter().enumerate() {
+        match byte {
+            b'.' if !at_label => at_label = true,
+            b'a'..=b'z' | b'0'..=b'9' | b'-' if at_label => {
+                if bytes.get(at..).is_some_and(|rest| rest.starts_with(b"xn--")) {
+                    return false;
+                }
+                label_first = byte;
+                at_label = false;
+            }
+            b'a'..=b'z' | b'0'..=b'9' | b'-' => {}
+            _ => return false,
+        }
+    }
+    matches!(scheme, "https" | "http") && port_as_is && !at_label && label_first.is_ascii_lowercase()
 }
 
 /// A path that `url` writes back unchanged: nothing it percent-encodes,
