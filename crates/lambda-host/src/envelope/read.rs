@@ -428,6 +428,10 @@ enum HeadersValue<'a> {
 /// string, an array of strings, or an array of arrays of bytes.
 enum HeaderItem<'a> {
     One(Cow<'a, str>),
+    /// A list of one string, as a REST API's `multiValueHeaders` mostly
+    /// have: kept without a `Vec` of its own.
+    OneOfList(Cow<'a, str>),
+    /// A list of strings, other than one.
     Strings(Vec<Cow<'a, str>>),
     Bytes(Vec<Vec<u8>>),
     Other,
@@ -459,8 +463,8 @@ impl<'a> Headers<'a> {
                 .zip(multi)
                 .all(|((name, item), (multi_name, multi_item))| {
                     name == multi_name
-                        && matches!((item, multi_item), (HeaderItem::One(value), HeaderItem::Strings(values))
-                        if values.len() == 1 && values.first().is_some_and(|only| only == value))
+                        && matches!((item, multi_item), (HeaderItem::One(value), HeaderItem::OneOfList(only))
+                        if only == value)
                 })
     }
 
@@ -486,6 +490,12 @@ impl<'a> Headers<'a> {
                 }
                 HeaderItem::One(value) => {
                     map.insert(name, header_value(shared.next(value))?);
+                }
+                HeaderItem::OneOfList(value) if split && value.contains(',') => {
+                    append_split(&mut map, &name, value, shared.next(value))?
+                }
+                HeaderItem::OneOfList(value) => {
+                    map.append(&name, header_value(shared.next(value))?);
                 }
                 HeaderItem::Strings(values) => {
                     for value in values {
@@ -544,7 +554,7 @@ impl SharedValues {
     fn of(pairs: &[(Cow<'_, str>, HeaderItem<'_>)]) -> Self {
         let values = || {
             pairs.iter().flat_map(|(_, item)| match item {
-                HeaderItem::One(value) => std::slice::from_ref(value),
+                HeaderItem::One(value) | HeaderItem::OneOfList(value) => std::slice::from_ref(value),
                 HeaderItem::Strings(values) => values.as_slice(),
                 HeaderItem::Bytes(_) | HeaderItem::Other => &[],
             })
@@ -684,19 +694,26 @@ impl<'de> Visitor<'de> for ItemVisitor {
     /// All strings, or else all arrays of bytes: `OneOrMore`'s variants
     /// in their order.
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<HeaderItem<'de>, A::Error> {
+        let mut first = None;
         let mut strings = Vec::new();
         let mut bytes = Vec::new();
         let mut other = false;
         while let Some(element) = seq.next_element::<Element<'de>>()? {
             match element {
+                Element::Str(text) if first.is_none() => first = Some(text),
                 Element::Str(text) => strings.push(text),
                 Element::Bytes(value) => bytes.push(value),
                 Element::Other => other = true,
             }
         }
-        Ok(match (other, strings.is_empty(), bytes.is_empty()) {
-            (false, _, true) => HeaderItem::Strings(strings),
-            (false, true, false) => HeaderItem::Bytes(bytes),
+        Ok(match (other, first, bytes.is_empty()) {
+            (false, Some(only), true) if strings.is_empty() => HeaderItem::OneOfList(only),
+            (false, Some(first), true) => {
+                strings.insert(0, first);
+                HeaderItem::Strings(strings)
+            }
+            (false, None, true) => HeaderItem::Strings(strings),
+            (false, None, false) => HeaderItem::Bytes(bytes),
             _ => HeaderItem::Other,
         })
     }
