@@ -151,7 +151,12 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     let raw_query = event.raw_query_string.text_or_null()?;
     let cookies = event.cookies.optional::<Vec<Text<'_>>>()?;
     let mut headers = event.headers.map(false)?;
-    let event_query = event.query_string_parameters.query(QueryStyle::HttpApi)?;
+    // Absent, it is an empty map: made only if the raw string is not used.
+    let event_query = if event.query_string_parameters.present() {
+        Some(event.query_string_parameters.query(QueryStyle::HttpApi)?)
+    } else {
+        None
+    };
     let path_parameters = event.path_parameters.string_map()?;
     let stage_variables = event.stage_variables.string_map()?;
     let body = event.body.text_or_null()?;
@@ -181,7 +186,7 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
             let Ok(parameters) = query.as_str().parse::<QueryMap>();
             parameters
         }
-        _ => event_query,
+        _ => event_query.unwrap_or_default(),
     };
     if let Some(cookies) = cookies
         && let Ok(value) = HeaderValue::from_str(&joined(&cookies))
