@@ -433,11 +433,15 @@ fn alb_query(parameters: QueryMap) -> QueryMap {
     if parameters.is_empty() {
         return parameters;
     }
-    let raw = parameters
-        .iter()
-        .map(|(key, value)| format!("{key}={value}"))
-        .collect::<Vec<_>>()
-        .join("&");
+    let mut raw = String::new();
+    for (n, (key, value)) in parameters.iter().enumerate() {
+        if n > 0 {
+            raw.push('&');
+        }
+        raw.push_str(key);
+        raw.push('=');
+        raw.push_str(value);
+    }
     let Ok(decoded) = raw.parse::<QueryMap>();
     decoded
 }
@@ -475,7 +479,13 @@ fn with_stage<'a>(stage: Option<&str>, path: &'a str) -> Cow<'a, str> {
         {
             Cow::Borrowed(path)
         }
-        Some(stage) => Cow::Owned(format!("/{stage}{path}")),
+        Some(stage) => {
+            let mut with_stage = String::with_capacity(1 + stage.len() + path.len());
+            with_stage.push('/');
+            with_stage.push_str(stage);
+            with_stage.push_str(path);
+            Cow::Owned(with_stage)
+        }
     }
 }
 
