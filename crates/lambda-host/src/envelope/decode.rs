@@ -151,7 +151,12 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     let raw_query = event.raw_query_string.text_or_null()?;
     let cookies = event.cookies.optional::<Vec<Text<'_>>>()?;
     let mut headers = event.headers.map(false)?;
-    let event_query = event.query_string_parameters.query(QueryStyle::HttpApi)?;
+    // Absent, it is an empty map: made only if the raw string is not used.
+    let event_query = if event.query_string_parameters.present() {
+        Some(event.query_string_parameters.query(QueryStyle::HttpApi)?)
+    } else {
+        None
+    };
     let path_parameters = event.path_parameters.string_map()?;
     let stage_variables = event.stage_variables.string_map()?;
     let body = event.body.text_or_null()?;
@@ -181,7 +186,7 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
             let Ok(parameters) = query.as_str().parse::<QueryMap>();
             parameters
         }
-        _ => event_query,
+        _ => event_query.unwrap_or_default(),
     };
     if let Some(cookies) = cookies
         && let Ok(value) = HeaderValue::from_str(&joined(&cookies))
@@ -428,11 +433,15 @@ fn alb_query(parameters: QueryMap) -> QueryMap {
     if parameters.is_empty() {
         return parameters;
     }
-    let raw = parameters
-        .iter()
-        .map(|(key, value)| format!("{key}={value}"))
-        .collect::<Vec<_>>()
-        .join("&");
+    let mut raw = String::new();
+    for (n, (key, value)) in parameters.iter().enumerate() {
+        if n > 0 {
+            raw.push('&');
+        }
+        raw.push_str(key);
+        raw.push('=');
+        raw.push_str(value);
+    }
     let Ok(decoded) = raw.parse::<QueryMap>();
     decoded
 }
@@ -470,7 +479,13 @@ fn with_stage<'a>(stage: Option<&str>, path: &'a str) -> Cow<'a, str> {
         {
             Cow::Borrowed(path)
         }
-        Some(stage) => Cow::Owned(format!("/{stage}{path}")),
+        Some(stage) => {
+            let mut with_stage = String::with_capacity(1 + stage.len() + path.len());
+            with_stage.push('/');
+            with_stage.push_str(stage);
+            with_stage.push_str(path);
+            Cow::Owned(with_stage)
+        }
     }
 }
 
@@ -561,8 +576,8 @@ fn set_aside(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location 
 /// query or credentials of its own would parse, but would change what the
 /// request means.
 fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
-    let plain = plain(scheme, host, path);
-    if plain && written_as_is(scheme, host) && path_as_is(path) {
+    let host_as_is = host_as_is(scheme, host) || plain(scheme, host, path) && written_as_is(scheme, host);
+    if host_as_is && (path.is_empty() || path.starts_with('/')) && path_as_is(path) {
         let mut url = String::with_capacity(scheme.len() + host.len() + path.len() + 4);
         url.push_str(scheme);
         url.push_str("://");
@@ -570,7 +585,7 @@ fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
         url.push_str(if path.is_empty() { "/" } else { path });
         return Some(url);
     }
-    if !(plain || bare(scheme, host)) {
+    if !(plain(scheme, host, path) || bare(scheme, host)) {
         return None;
     }
     Url::parse(&format!("{scheme}://{host}{path}"))
@@ -604,6 +619,43 @@ fn written_as_is(scheme: &str, host: &str) -> bool {
         .and_then(|label| label.bytes().next())
         .is_some_and(|first| first.is_ascii_lowercase());
     port_as_is && labels_as_is && last_is_a_name && !name.bytes().any(|byte| byte.is_ascii_uppercase())
+}
+
+/// [`plain`]'s host and [`written_as_is`] in one pass over the host, for
+/// what every front door sends: lower-case labels, a last one that starts
+/// with a letter, perhaps a port. `false` leaves the answer to those two.
+fn host_as_is(scheme: &str, host: &str) -> bool {
+    let (name, port) = match host.rsplit_once(':') {
+        Some((name, port)) => (name, Some(port)),
+        None => (host, None),
+    };
+    let default_port = if scheme == "https" { "443" } else { "80" };
+    let port_as_is = port.is_none_or(|port| {
+        !port.is_empty()
+            && !port.starts_with('0')
+            && port.len() <= 5
+            && port.bytes().all(|byte| byte.is_ascii_digit())
+            && port.parse::<u16>().is_ok()
+            && port != default_port
+    });
+    let bytes = name.as_bytes();
+    let mut at_label = true;
+    let mut label_first = 0;
+    for (at, &byte) in bytes.iter().enumerate() {
+        match byte {
+            b'.' if !at_label => at_label = true,
+            b'a'..=b'z' | b'0'..=b'9' | b'-' if at_label => {
+                if bytes.get(at..).is_some_and(|rest| rest.starts_with(b"xn--")) {
+                    return false;
+                }
+                label_first = byte;
+                at_label = false;
+            }
+            b'a'..=b'z' | b'0'..=b'9' | b'-' => {}
+            _ => return false,
+        }
+    }
+    matches!(scheme, "https" | "http") && port_as_is && !at_label && label_first.is_ascii_lowercase()
 }
 
 /// A path that `url` writes back unchanged: nothing it percent-encodes,

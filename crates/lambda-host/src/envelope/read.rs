@@ -10,6 +10,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
+use bytes::Bytes;
+
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::http::Method;
 use lambda_http::http::header::{HeaderMap, HeaderName, HeaderValue};
@@ -96,6 +98,12 @@ impl<'a> Member<'a> {
             Some(text) if text.starts_with('"') && !text.contains('\\') => Ok(text
                 .get(1..text.len().saturating_sub(1))
                 .map(|inner| Text(Cow::Borrowed(inner)))),
+            Some(text) if text.starts_with('"') => {
+                match text.get(1..text.len().saturating_sub(1)).and_then(unescaped) {
+                    Some(unescaped) => Ok(Some(Text(Cow::Owned(unescaped)))),
+                    None => self.optional(),
+                }
+            }
             Some(_) => self.optional(),
         }
     }
@@ -188,6 +196,32 @@ impl<'a> Member<'a> {
     }
 }
 
+/// The text between a JSON string's quotes, which the event's one reading
+/// found valid, unescaped into one `String` of its length; `None` on a
+/// `\u` escape, left to `serde_json` (which refuses a lone surrogate).
+fn unescaped(inner: &str) -> Option<String> {
+    let mut text = String::with_capacity(inner.len());
+    let mut rest = inner;
+    while let Some((plain, after)) = rest.split_once('\\') {
+        text.push_str(plain);
+        let mut chars = after.chars();
+        text.push(match chars.next()? {
+            '"' => '"',
+            '\\' => '\\',
+            '/' => '/',
+            'b' => '\u{8}',
+            'f' => '\u{c}',
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            _ => return None,
+        });
+        rest = chars.as_str();
+    }
+    text.push_str(rest);
+    Some(text)
+}
+
 fn query_map(text: &str, style: QueryStyle) -> Read<QueryMap> {
     use lambda_http::aws_lambda_events::query_map::serde::{aws_api_gateway_v2, standard};
     let mut deserializer = serde_json::Deserializer::from_str(text);
@@ -257,7 +291,7 @@ impl<'de> Visitor<'de> for RawMembersVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawMembers<'de>, A::Error> {
         let mut members = Vec::new();
-        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
             members.push((name, map.next_value::<&'de RawValue>()?));
         }
         Ok(RawMembers(members))
@@ -304,7 +338,7 @@ impl<'de> Visitor<'de> for MembersVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
         let mut members = Members::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
             let slot = match key.as_ref() {
                 "headers" => {
                     take_headers(&mut members.headers, map.next_value()?);
@@ -394,6 +428,10 @@ enum HeadersValue<'a> {
 /// string, an array of strings, or an array of arrays of bytes.
 enum HeaderItem<'a> {
     One(Cow<'a, str>),
+    /// A list of one string, as a REST API's `multiValueHeaders` mostly
+    /// have: kept without a `Vec` of its own.
+    OneOfList(Cow<'a, str>),
+    /// A list of strings, other than one.
     Strings(Vec<Cow<'a, str>>),
     Bytes(Vec<Vec<u8>>),
     Other,
@@ -425,8 +463,8 @@ impl<'a> Headers<'a> {
                 .zip(multi)
                 .all(|((name, item), (multi_name, multi_item))| {
                     name == multi_name
-                        && matches!((item, multi_item), (HeaderItem::One(value), HeaderItem::Strings(values))
-                        if values.len() == 1 && values.first().is_some_and(|only| only == value))
+                        && matches!((item, multi_item), (HeaderItem::One(value), HeaderItem::OneOfList(only))
+                        if only == value)
                 })
     }
 
@@ -443,21 +481,28 @@ impl<'a> Headers<'a> {
             HeadersValue::Object(pairs) => pairs,
         };
         let mut map = HeaderMap::with_capacity(pairs.len());
+        let mut shared = SharedValues::of(pairs);
         for (name, item) in pairs {
             let name = header_name(name)?;
             match item {
                 HeaderItem::One(value) if split && value.contains(',') => {
-                    append_split(&mut map, &name, value)?
+                    append_split(&mut map, &name, value, shared.next(value))?
                 }
                 HeaderItem::One(value) => {
-                    map.insert(name, header_value(value)?);
+                    map.insert(name, header_value(shared.next(value))?);
+                }
+                HeaderItem::OneOfList(value) if split && value.contains(',') => {
+                    append_split(&mut map, &name, value, shared.next(value))?
+                }
+                HeaderItem::OneOfList(value) => {
+                    map.append(&name, header_value(shared.next(value))?);
                 }
                 HeaderItem::Strings(values) => {
                     for value in values {
                         if split && value.contains(',') {
-                            append_split(&mut map, &name, value)?;
+                            append_split(&mut map, &name, value, shared.next(value))?;
                         } else {
-                            map.append(&name, header_value(value)?);
+                            map.append(&name, header_value(shared.next(value))?);
                         }
                     }
                 }
@@ -497,15 +542,62 @@ fn header_name(name: &str) -> Read<HeaderName> {
     }
 }
 
-fn header_value(value: &str) -> Read<HeaderValue> {
-    HeaderValue::from_str(value).map_err(|_| Refused)
+/// The member's string values copied once, in their order, into one
+/// buffer that the map's values share: one allocation for all of them
+/// rather than one each (`HeaderValue::from_str` copies its text).
+struct SharedValues {
+    bytes: Bytes,
+    at: usize,
 }
 
-fn append_split(map: &mut HeaderMap, name: &HeaderName, value: &str) -> Read<()> {
+impl SharedValues {
+    fn of(pairs: &[(Cow<'_, str>, HeaderItem<'_>)]) -> Self {
+        let values = || {
+            pairs.iter().flat_map(|(_, item)| match item {
+                HeaderItem::One(value) | HeaderItem::OneOfList(value) => std::slice::from_ref(value),
+                HeaderItem::Strings(values) => values.as_slice(),
+                HeaderItem::Bytes(_) | HeaderItem::Other => &[],
+            })
+        };
+        let mut buffer = Vec::with_capacity(values().map(|value| value.len()).sum());
+        for value in values() {
+            buffer.extend_from_slice(value.as_bytes());
+        }
+        Self {
+            bytes: Bytes::from(buffer),
+            at: 0,
+        }
+    }
+
+    /// `value`'s bytes, `value` being the next string value in the order
+    /// [`SharedValues::of`] copied them.
+    fn next(&mut self, value: &str) -> Bytes {
+        let end = self.at.saturating_add(value.len()).min(self.bytes.len());
+        let bytes = self.bytes.slice(self.at.min(end)..end);
+        self.at = end;
+        bytes
+    }
+}
+
+/// `HeaderValue::from_str`'s checks, on bytes already copied.
+fn header_value(value: Bytes) -> Read<HeaderValue> {
+    HeaderValue::from_maybe_shared(value).map_err(|_| Refused)
+}
+
+/// `value`'s comma-separated parts, trimmed, each a slice of `bytes`,
+/// which holds `value`.
+fn append_split(map: &mut HeaderMap, name: &HeaderName, value: &str, bytes: Bytes) -> Read<()> {
+    let mut start = 0;
     for part in value.split(',') {
-        let part = part.trim();
-        if !part.is_empty() {
-            map.append(name, header_value(part)?);
+        let trimmed = part.trim_start();
+        let from = start + (part.len() - trimmed.len());
+        let to = from + trimmed.trim_end().len();
+        start += part.len() + 1;
+        if to > from {
+            map.append(
+                name,
+                header_value(bytes.slice(from.min(bytes.len())..to.min(bytes.len())))?,
+            );
         }
     }
     Ok(())
@@ -529,7 +621,7 @@ impl<'de> Visitor<'de> for HeadersVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Headers<'de>, A::Error> {
         // What a front door's request usually has, in one allocation.
         let mut pairs = Vec::with_capacity(16);
-        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
             pairs.push((name, map.next_value::<HeaderItem<'de>>()?));
         }
         Ok(Headers {
@@ -602,19 +694,26 @@ impl<'de> Visitor<'de> for ItemVisitor {
     /// All strings, or else all arrays of bytes: `OneOrMore`'s variants
     /// in their order.
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<HeaderItem<'de>, A::Error> {
+        let mut first = None;
         let mut strings = Vec::new();
         let mut bytes = Vec::new();
         let mut other = false;
         while let Some(element) = seq.next_element::<Element<'de>>()? {
             match element {
+                Element::Str(text) if first.is_none() => first = Some(text),
                 Element::Str(text) => strings.push(text),
                 Element::Bytes(value) => bytes.push(value),
                 Element::Other => other = true,
             }
         }
-        Ok(match (other, strings.is_empty(), bytes.is_empty()) {
-            (false, _, true) => HeaderItem::Strings(strings),
-            (false, true, false) => HeaderItem::Bytes(bytes),
+        Ok(match (other, first, bytes.is_empty()) {
+            (false, Some(only), true) if strings.is_empty() => HeaderItem::OneOfList(only),
+            (false, Some(first), true) => {
+                strings.insert(0, first);
+                HeaderItem::Strings(strings)
+            }
+            (false, None, true) => HeaderItem::Strings(strings),
+            (false, None, false) => HeaderItem::Bytes(bytes),
             _ => HeaderItem::Other,
         })
     }
