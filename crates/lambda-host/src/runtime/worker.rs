@@ -14,7 +14,7 @@
 use std::any::Any;
 use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -29,10 +29,11 @@ use lambda_http::tracing::{self, Instrument};
 use lambda_http::{Body, Error, IntoResponse, Request, RequestExt, Response};
 use tokio::sync::{Mutex, Notify, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Sleep;
 
 use super::api::{DEADLINE_MS, INVOCATION_ID, REQUEST_ID, RuntimeApi, TENANT_ID, TRACE_ID};
 use super::{shutdown, stream};
-use crate::deadline::{self, BACKSTOP_MARGIN};
+use crate::deadline::{self, BACKSTOP_MARGIN, RESPONSE_MARGIN};
 use crate::envelope::{self, ApiPath, RequestOrigin, Stage};
 use crate::trace;
 
@@ -258,6 +259,7 @@ pub(super) async fn serve<C: Answer>(
     settle: bool,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), Error> {
+    let mut anchor = Anchor::default();
     loop {
         // Stopped (another worker failed for good, or a shutdown began):
         // no `next` is sent.
@@ -308,7 +310,7 @@ pub(super) async fn serve<C: Answer>(
         // spans (`trace/`).
         let invocation = trace::scope(trace_id.as_deref(), async {
             let span = open_span();
-            let answer = invoke(&shared, &headers, request_id, &payload, &mut service)
+            let answer = invoke(&shared, &headers, request_id, &payload, &mut service, &mut anchor)
                 .instrument(span.clone())
                 .await;
             (answer, span)
@@ -360,6 +362,7 @@ async fn invoke<C: Answer>(
     request_id: &str,
     payload: &[u8],
     service: &mut C,
+    anchor: &mut Anchor,
 ) -> Result<Answered, Diagnostic> {
     let failed = |error_type: &str, message: String| {
         tracing::error!(request_id, error = %message, "invocation failed");
@@ -375,6 +378,7 @@ async fn invoke<C: Answer>(
             "the Runtime API sent no valid deadline".to_owned(),
         ));
     };
+    anchor.hold(deadline::before(deadline_ms, RESPONSE_MARGIN));
     let context = Context::new(request_id, shared.function.clone(), headers).map_err(|err| {
         failed(
             "Runtime.InvalidInvocation",
@@ -429,6 +433,36 @@ async fn invoke<C: Answer>(
         C::answer(&answering, response).await
     });
     answered.await
+}
+
+/// A timer a worker keeps registered with tokio's time driver, never
+/// polled (it wakes no task), at the handler's cut of its latest
+/// invocation: [`RESPONSE_MARGIN`] before the deadline. tokio's driver
+/// wakes itself (a write to its eventfd, and another turn of a worker
+/// thread) for every timer registered earlier than the earliest it held
+/// when it last parked, and for every one when it held none. Held here
+/// while the worker waits for its next invocation, it is earlier than the
+/// cuts of that invocation (the handler's and the loop's), which are then
+/// registered without a wake-up. Moving it later costs an atomic store.
+#[derive(Default)]
+struct Anchor(Option<Pin<Box<Sleep>>>);
+
+impl Anchor {
+    fn hold(&mut self, at: Option<Instant>) {
+        let Some(at) = at.map(tokio::time::Instant::from_std) else {
+            return;
+        };
+        match &mut self.0 {
+            Some(sleep) => sleep.as_mut().reset(at),
+            None => {
+                let mut sleep = Box::pin(tokio::time::sleep_until(at));
+                // Registered now: a `Sleep` is otherwise registered only
+                // when first polled.
+                sleep.as_mut().reset(at);
+                self.0 = Some(sleep);
+            }
+        }
+    }
 }
 
 /// The service's answer as a `Response<Body>`: as it is when it is one
@@ -551,6 +585,49 @@ mod tests {
             .await
             .expect("settled once the work ended");
         work.await.unwrap();
+    }
+
+    /// Registered with the time driver though never polled: on a paused
+    /// clock, a runtime with nothing to do but wait for a thread advances
+    /// its clock to the earliest timer it holds, the anchor; moved later,
+    /// to its new instant.
+    #[tokio::test(start_paused = true)]
+    async fn the_anchor_is_registered_without_being_polled_and_moves_later() {
+        let started = tokio::time::Instant::now();
+        let wait_for_a_thread = || {
+            let (done, waited) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                let _ = done.send(());
+            });
+            waited
+        };
+        let mut anchor = Anchor::default();
+        anchor.hold(Some(started.into_std() + Duration::from_secs(10)));
+        let advanced_to = |secs| Duration::from_secs(secs)..Duration::from_millis(secs * 1000 + 2);
+        wait_for_a_thread().await.unwrap();
+        assert!(
+            advanced_to(10).contains(&started.elapsed()),
+            "{:?}",
+            started.elapsed()
+        );
+
+        anchor.hold(Some(started.into_std() + Duration::from_secs(30)));
+        wait_for_a_thread().await.unwrap();
+        assert!(
+            advanced_to(30).contains(&started.elapsed()),
+            "{:?}",
+            started.elapsed()
+        );
+
+        // No deadline: the anchor, fired, stays where it was.
+        anchor.hold(None);
+        wait_for_a_thread().await.unwrap();
+        assert!(
+            advanced_to(30).contains(&started.elapsed()),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[tokio::test]
