@@ -17,6 +17,9 @@ use lambda_runtime_api_client::{PooledClient, build_request};
 use crate::env::Concurrency;
 
 const API_PREFIX: &str = "/2018-06-01/runtime";
+/// `API_PREFIX`'s next invocation: a static URI, neither formatted nor
+/// copied for each.
+const NEXT: &str = "/2018-06-01/runtime/invocation/next";
 #[cfg(feature = "graceful-shutdown")]
 const EXTENSION_PREFIX: &str = "/2020-01-01/extension";
 // Names, not strings: a lookup by a string parses it into a name first.
@@ -77,7 +80,7 @@ impl RuntimeApi {
         retrying("next", || async {
             let request = build_request()
                 .method(Method::GET)
-                .uri(format!("{API_PREFIX}/invocation/next"))
+                .uri(Uri::from_static(NEXT))
                 .body(ApiBody::empty())
                 .map_err(|err| Attempt::Final(err.into()))?;
             let response = self.client.call(request).await.map_err(Attempt::Again)?;
