@@ -92,7 +92,13 @@ impl<S: PlantStore> App<S> {
             .map(SetAside::to_string);
         let path = api_path(&request);
         let (status, body, extra_headers, created, error_code) = match &outcome {
-            Ok((plant, created)) => (StatusCode::OK, json(plant), Vec::new(), Some(*created), None),
+            Ok((plant, created)) => (
+                StatusCode::OK,
+                json(&Plant::from(plant)),
+                Vec::new(),
+                Some(*created),
+                None,
+            ),
             Err(err) => {
                 if let Some(cause) = err.cause() {
                     tracing::error!(request_id, error = err.code(), cause = %ErrorChain(cause), "request failed");
@@ -152,7 +158,7 @@ impl<S: PlantStore> App<S> {
         &self,
         request: &Request,
         progress: &mut Progress,
-    ) -> Result<(Plant, Created), ApiError> {
+    ) -> Result<(NewPlant, Created), ApiError> {
         if api_path(request) != PLANTS_PATH {
             return Err(ApiError::NotFound);
         }
@@ -182,7 +188,7 @@ impl<S: PlantStore> App<S> {
         progress.store_started = Some(store_started);
         let created = self.store.create(&plant).await;
         progress.store_latency = Some(store_started.elapsed());
-        Ok((Plant::from(&plant), created?))
+        Ok((plant, created?))
     }
 }
 

@@ -247,18 +247,19 @@ impl<'de> Deserialize<'de> for Fields {
 
 /// The 200 body: the plant as stored. The contract's `Plant` has no `id`,
 /// and a plant without a tag has no `tag` member at all (never `null`).
+/// Borrowed from the [`NewPlant`] it shows: written once, never kept.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Plant {
-    pub name: String,
+pub struct Plant<'a> {
+    pub name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tag: Option<String>,
+    pub tag: Option<&'a str>,
 }
 
-impl From<&NewPlant> for Plant {
-    fn from(plant: &NewPlant) -> Self {
+impl<'a> From<&'a NewPlant> for Plant<'a> {
+    fn from(plant: &'a NewPlant) -> Self {
         Self {
-            name: plant.name.as_str().to_owned(),
-            tag: plant.tag.as_ref().map(|tag| tag.as_str().to_owned()),
+            name: plant.name.as_str(),
+            tag: plant.tag.as_ref().map(PlantTag::as_str),
         }
     }
 }

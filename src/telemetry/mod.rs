@@ -11,6 +11,7 @@
 //! fixed parts are written once per process, when the settings build the
 //! `Telemetry` (`setup.rs`).
 
+use std::cell::RefCell;
 use std::fmt;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,12 +125,25 @@ impl Telemetry {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
         let metrics = Metrics::of(invocation, cold_start);
-        let mut line = Vec::with_capacity(1024);
-        self.template
-            .write(&mut line, timestamp_ms, &metrics, request_id, trace_id);
-        line.push(b'\n');
-        self.sink.write_line(&line);
+        let write = |line: &mut Vec<u8>| {
+            line.clear();
+            self.template
+                .write(line, timestamp_ms, &metrics, request_id, trace_id);
+            line.push(b'\n');
+            self.sink.write_line(line);
+        };
+        // The document's buffer is kept per thread, not allocated per line;
+        // a sink that wrote a document of its own on this thread would get
+        // a buffer of its own.
+        LINE.with(|line| match line.try_borrow_mut() {
+            Ok(mut line) => write(&mut line),
+            Err(_) => write(&mut Vec::with_capacity(1024)),
+        });
     }
+}
+
+thread_local! {
+    static LINE: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
 }
 
 fn millis(duration: Duration) -> f64 {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use lambda_http::http::header::{CONTENT_TYPE, TRAILER, TRANSFER_ENCODING};
-use lambda_http::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use lambda_http::lambda_runtime::Diagnostic;
 use lambda_http::{Error, tracing};
 use lambda_runtime_api_client::body::Body as ApiBody;
@@ -17,14 +17,18 @@ use lambda_runtime_api_client::{PooledClient, build_request};
 use crate::env::Concurrency;
 
 const API_PREFIX: &str = "/2018-06-01/runtime";
+/// `API_PREFIX`'s next invocation: a static URI, neither formatted nor
+/// copied for each.
+const NEXT: &str = "/2018-06-01/runtime/invocation/next";
 #[cfg(feature = "graceful-shutdown")]
 const EXTENSION_PREFIX: &str = "/2020-01-01/extension";
-pub(super) const REQUEST_ID: &str = "lambda-runtime-aws-request-id";
-pub(super) const DEADLINE_MS: &str = "lambda-runtime-deadline-ms";
-pub(super) const INVOCATION_ID: &str = "lambda-runtime-invocation-id";
-pub(super) const TRACE_ID: &str = "lambda-runtime-trace-id";
+// Names, not strings: a lookup by a string parses it into a name first.
+pub(super) const REQUEST_ID: HeaderName = HeaderName::from_static("lambda-runtime-aws-request-id");
+pub(super) const DEADLINE_MS: HeaderName = HeaderName::from_static("lambda-runtime-deadline-ms");
+pub(super) const INVOCATION_ID: HeaderName = HeaderName::from_static("lambda-runtime-invocation-id");
+pub(super) const TRACE_ID: HeaderName = HeaderName::from_static("lambda-runtime-trace-id");
 /// Lambda's tenant isolation mode: the tenant the invocation is for.
-pub(super) const TENANT_ID: &str = "lambda-runtime-aws-tenant-id";
+pub(super) const TENANT_ID: HeaderName = HeaderName::from_static("lambda-runtime-aws-tenant-id");
 pub(super) const ERROR_TYPE: &str = "lambda-runtime-function-error-type";
 /// The trailer that carries a streamed answer's error, base64.
 pub(super) const ERROR_BODY: &str = "lambda-runtime-function-error-body";
@@ -76,7 +80,7 @@ impl RuntimeApi {
         retrying("next", || async {
             let request = build_request()
                 .method(Method::GET)
-                .uri(format!("{API_PREFIX}/invocation/next"))
+                .uri(Uri::from_static(NEXT))
                 .body(ApiBody::empty())
                 .map_err(|err| Attempt::Final(err.into()))?;
             let response = self.client.call(request).await.map_err(Attempt::Again)?;

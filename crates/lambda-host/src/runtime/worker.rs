@@ -14,7 +14,7 @@
 use std::any::Any;
 use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -29,10 +29,11 @@ use lambda_http::tracing::{self, Instrument};
 use lambda_http::{Body, Error, IntoResponse, Request, RequestExt, Response};
 use tokio::sync::{Mutex, Notify, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Sleep;
 
 use super::api::{DEADLINE_MS, INVOCATION_ID, REQUEST_ID, RuntimeApi, TENANT_ID, TRACE_ID};
 use super::{shutdown, stream};
-use crate::deadline::{self, BACKSTOP_MARGIN};
+use crate::deadline::{self, BACKSTOP_MARGIN, RESPONSE_MARGIN};
 use crate::envelope::{self, ApiPath, RequestOrigin, Stage};
 use crate::trace;
 
@@ -258,6 +259,7 @@ pub(super) async fn serve<C: Answer>(
     settle: bool,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), Error> {
+    let mut anchor = Anchor::default();
     loop {
         // Stopped (another worker failed for good, or a shutdown began):
         // no `next` is sent.
@@ -306,11 +308,23 @@ pub(super) async fn serve<C: Answer>(
         // anywhere fails this invocation, and the worker serves on. Its SDK
         // requests carry its trace header and, when sampled, it sends its
         // spans (`trace/`).
+        let deadline_ms = deadline_ms(&headers);
+        // The loop's cut, for the service and for the work behind it.
+        let cut = deadline_ms.and_then(|ms| deadline::before(ms, BACKSTOP_MARGIN));
         let invocation = trace::scope(trace_id.as_deref(), async {
             let span = open_span();
-            let answer = invoke(&shared, &headers, request_id, &payload, &mut service)
-                .instrument(span.clone())
-                .await;
+            let at = Deadline { ms: deadline_ms, cut };
+            let answer = invoke(
+                &shared,
+                &headers,
+                request_id,
+                at,
+                &payload,
+                &mut service,
+                &mut anchor,
+            )
+            .instrument(span.clone())
+            .await;
             (answer, span)
         });
         let (answer, span) = AssertUnwindSafe(invocation)
@@ -344,11 +358,8 @@ pub(super) async fn serve<C: Answer>(
                     .await?;
             }
         }
-        if settle {
-            let cut = deadline_ms(&headers).and_then(|ms| deadline::before(ms, BACKSTOP_MARGIN));
-            if deadline::until(cut, settled()).await.is_none() {
-                tracing::warn!(parent: &span, "work started behind the answer was still running at the deadline");
-            }
+        if settle && deadline::until(cut, settled()).await.is_none() {
+            tracing::warn!(parent: &span, "work started behind the answer was still running at the deadline");
         }
     }
 }
@@ -358,8 +369,10 @@ async fn invoke<C: Answer>(
     shared: &Shared,
     headers: &HeaderMap,
     request_id: &str,
+    deadline: Deadline,
     payload: &[u8],
     service: &mut C,
+    anchor: &mut Anchor,
 ) -> Result<Answered, Diagnostic> {
     let failed = |error_type: &str, message: String| {
         tracing::error!(request_id, error = %message, "invocation failed");
@@ -369,12 +382,15 @@ async fn invoke<C: Answer>(
         }
     };
     // `Context::new` panics without a deadline; check it first.
-    let Some(deadline_ms) = deadline_ms(headers) else {
+    let Deadline { ms: Some(_), cut } = deadline else {
         return Err(failed(
             "Runtime.InvalidInvocation",
             "the Runtime API sent no valid deadline".to_owned(),
         ));
     };
+    // At or before the handler's cut, which is the loop's moved by the
+    // difference of their margins, unless the deadline is that close.
+    anchor.hold(cut.and_then(|cut| cut.checked_sub(RESPONSE_MARGIN - BACKSTOP_MARGIN)));
     let context = Context::new(request_id, shared.function.clone(), headers).map_err(|err| {
         failed(
             "Runtime.InvalidInvocation",
@@ -385,9 +401,7 @@ async fn invoke<C: Answer>(
         .map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
     let mut request = decoded.request;
     // As `lambda_http` sets it, for code that forwards it downstream.
-    if let Some(trace_id) = &context.xray_trace_id
-        && let Ok(value) = HeaderValue::from_str(trace_id)
-    {
+    if let Some(value) = x_amzn_trace_id(headers, context.xray_trace_id.as_deref()) {
         request.headers_mut().insert(X_AMZN_TRACE_ID, value);
     }
     let request = request.with_lambda_context(context);
@@ -400,9 +414,8 @@ async fn invoke<C: Answer>(
         let path = request.extensions().get::<ApiPath>().cloned();
         (request.method().clone(), path, arn)
     });
-    // The service keeps to the deadline by itself, or should; this is for
-    // one that does not, so that its worker is not held.
-    let cut = deadline::before(deadline_ms, BACKSTOP_MARGIN);
+    // The service keeps to the deadline by itself, or should; the cut is
+    // for one that does not, so that its worker is not held.
     let answering = Answering {
         shared,
         request_id,
@@ -431,6 +444,49 @@ async fn invoke<C: Answer>(
     answered.await
 }
 
+/// A timer a worker keeps registered with tokio's time driver, never
+/// polled (it wakes no task), at the handler's cut of its latest
+/// invocation ([`RESPONSE_MARGIN`] before the deadline), or before it when
+/// the deadline is closer than that. tokio's driver
+/// wakes itself (a write to its eventfd, and another turn of a worker
+/// thread) for every timer registered earlier than the earliest it held
+/// when it last parked, and for every one when it held none. Held here
+/// while the worker waits for its next invocation, it is earlier than the
+/// cuts of that invocation (the handler's and the loop's), which are then
+/// registered without a wake-up. Moving it later costs an atomic store.
+#[derive(Default)]
+struct Anchor(Option<Pin<Box<Sleep>>>);
+
+impl Anchor {
+    fn hold(&mut self, at: Option<Instant>) {
+        let Some(at) = at.map(tokio::time::Instant::from_std) else {
+            return;
+        };
+        match &mut self.0 {
+            Some(sleep) => sleep.as_mut().reset(at),
+            None => {
+                let mut sleep = Box::pin(tokio::time::sleep_until(at));
+                // Registered now: a `Sleep` is otherwise registered only
+                // when first polled.
+                sleep.as_mut().reset(at);
+                self.0 = Some(sleep);
+            }
+        }
+    }
+}
+
+/// The request's `X-Amzn-Trace-Id`, as `lambda_http` makes it from the
+/// context's trace id (`Lambda-Runtime-Trace-Id`, read lossily as UTF-8):
+/// the Runtime API's value itself, shared rather than copied, when the id
+/// is its bytes, as it is unless they are not UTF-8.
+fn x_amzn_trace_id(headers: &HeaderMap, trace_id: Option<&str>) -> Option<HeaderValue> {
+    let trace_id = trace_id?;
+    match headers.get(TRACE_ID) {
+        Some(value) if value.as_bytes() == trace_id.as_bytes() => Some(value.clone()),
+        _ => HeaderValue::from_str(trace_id).ok(),
+    }
+}
+
 /// The service's answer as a `Response<Body>`: as it is when it is one
 /// already (no copy of its headers or body), else through `lambda_http`'s
 /// own conversion (an axum body is read to its end, as `lambda_http::run`
@@ -455,6 +511,15 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
         .map(|text| (*text).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".to_owned())
+}
+
+/// An invocation's deadline, and the loop's cut [`BACKSTOP_MARGIN`] before
+/// it.
+#[derive(Clone, Copy)]
+struct Deadline {
+    /// `Lambda-Runtime-Deadline-Ms`, when it is a number.
+    ms: Option<u64>,
+    cut: Option<Instant>,
 }
 
 /// `Lambda-Runtime-Deadline-Ms`, when it is a number.
@@ -551,6 +616,68 @@ mod tests {
             .await
             .expect("settled once the work ended");
         work.await.unwrap();
+    }
+
+    /// Registered with the time driver though never polled: on a paused
+    /// clock, a runtime with nothing to do but wait for a thread advances
+    /// its clock to the earliest timer it holds, the anchor; moved later,
+    /// to its new instant.
+    #[tokio::test(start_paused = true)]
+    async fn the_anchor_is_registered_without_being_polled_and_moves_later() {
+        let started = tokio::time::Instant::now();
+        let wait_for_a_thread = || {
+            let (done, waited) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                let _ = done.send(());
+            });
+            waited
+        };
+        let mut anchor = Anchor::default();
+        anchor.hold(Some(started.into_std() + Duration::from_secs(10)));
+        let advanced_to = |secs| Duration::from_secs(secs)..Duration::from_millis(secs * 1000 + 2);
+        wait_for_a_thread().await.unwrap();
+        assert!(
+            advanced_to(10).contains(&started.elapsed()),
+            "{:?}",
+            started.elapsed()
+        );
+
+        anchor.hold(Some(started.into_std() + Duration::from_secs(30)));
+        wait_for_a_thread().await.unwrap();
+        assert!(
+            advanced_to(30).contains(&started.elapsed()),
+            "{:?}",
+            started.elapsed()
+        );
+
+        // No deadline: the anchor, fired, stays where it was.
+        anchor.hold(None);
+        wait_for_a_thread().await.unwrap();
+        assert!(
+            advanced_to(30).contains(&started.elapsed()),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn x_amzn_trace_id_is_the_context_trace_id_whatever_the_runtime_apis_bytes() {
+        for raw in [
+            &b"Root=1-a;Sampled=0"[..],
+            b"Root=1-\xe9;Sampled=0",
+            b"Root=1-\xc3\xa9",
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(TRACE_ID, HeaderValue::from_bytes(raw).unwrap());
+            let trace_id = String::from_utf8_lossy(raw);
+            assert_eq!(
+                x_amzn_trace_id(&headers, Some(&trace_id)),
+                HeaderValue::from_str(&trace_id).ok(),
+                "{trace_id}"
+            );
+        }
+        assert_eq!(x_amzn_trace_id(&HeaderMap::new(), None), None);
     }
 
     #[tokio::test]

@@ -179,12 +179,15 @@ struct Fields<'a> {
 impl<'a> Fields<'a> {
     fn of(header: &'a str) -> Self {
         let mut fields = Self::default();
-        for part in header.split(';') {
-            match part.trim().split_once('=') {
-                Some(("Root", value)) => fields.root = Some(value),
-                Some(("Parent", value)) => fields.parent = Some(value),
-                Some(("Sampled", value)) => fields.sampled = value == "1",
-                _ => {}
+        // `key=value`, the key up to the first `=`: as none of the three
+        // holds one, a key is known by the part's prefix.
+        for part in header.split(';').map(str::trim) {
+            if let Some(value) = part.strip_prefix("Root=") {
+                fields.root = Some(value);
+            } else if let Some(value) = part.strip_prefix("Parent=") {
+                fields.parent = Some(value);
+            } else if let Some(value) = part.strip_prefix("Sampled=") {
+                fields.sampled = value == "1";
             }
         }
         fields
@@ -223,6 +226,41 @@ mod tests {
         assert_eq!(root("Sampled=0;Root=1-a-b"), Some("1-a-b"));
         assert_eq!(root("Parent=1;Sampled=0"), None);
         assert_eq!(root("Root="), None);
+    }
+
+    /// As splitting each part at its first `=` reads them.
+    #[test]
+    fn the_fields_are_read_as_key_value_pairs_split_at_the_first_equals_sign() {
+        fn split_at_equals(header: &str) -> (Option<&str>, Option<&str>, bool) {
+            let mut fields = (None, None, false);
+            for part in header.split(';') {
+                match part.trim().split_once('=') {
+                    Some(("Root", value)) => fields.0 = Some(value),
+                    Some(("Parent", value)) => fields.1 = Some(value),
+                    Some(("Sampled", value)) => fields.2 = value == "1",
+                    _ => {}
+                }
+            }
+            fields
+        }
+        for header in [
+            "Root=1-a-b;Parent=53995c3f42cd8ad8;Sampled=1",
+            " Root=1-a ; Parent=p ;Sampled=1 ",
+            "Root =1-a;Parent= p;Sampled = 1",
+            "Root==1-a;Parent=p=q;Sampled=1=",
+            "root=1-a;PARENT=p;sampled=1;Rooted=x;Sampled",
+            "Root=1-a;Root=1-b;Sampled=1;Sampled=0",
+            "\u{a0}Root=1-a\u{2003};;Lineage=a:1;Self=x",
+            "Root;Parent;=;",
+            "",
+        ] {
+            let Fields {
+                root,
+                parent,
+                sampled,
+            } = Fields::of(header);
+            assert_eq!((root, parent, sampled), split_at_equals(header), "{header:?}");
+        }
     }
 
     #[test]

@@ -99,11 +99,11 @@ fn is_invocation(metadata: &Metadata<'_>) -> bool {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
 }
 
-/// What a span's extensions hold for this layer.
+/// What a span's extensions hold for this layer. An untraced invocation's
+/// span holds nothing, which costs it no allocation: it is known by its
+/// name, and nothing under it is recorded.
 #[derive(Debug)]
 enum Node {
-    /// Under an invocation that is not traced: nothing here is recorded.
-    Off,
     /// The worker's `invocation` span: the SERVER span of these spans.
     Server(Spans),
     /// A span being recorded.
@@ -113,13 +113,13 @@ enum Node {
 /// The nearest span at or above `span` that this layer knows of: its
 /// spans and id, or `None` when none is, or it is under an untraced
 /// invocation.
-fn nearest<'a, S: for<'l> LookupSpan<'l>>(span: Option<SpanRef<'a, S>>) -> Option<Option<(Spans, [u8; 8])>> {
+fn nearest<'a, S: for<'l> LookupSpan<'l>>(span: Option<SpanRef<'a, S>>) -> Option<(Spans, [u8; 8])> {
     for span in span?.scope() {
         match span.extensions().get::<Node>() {
+            Some(Node::Server(spans)) => return Some((spans.clone(), spans.server_id())),
+            Some(Node::Open(open)) => return Some((open.spans.clone(), open.id)),
+            None if is_invocation(span.metadata()) => return None,
             None => {}
-            Some(Node::Off) => return Some(None),
-            Some(Node::Server(spans)) => return Some(Some((spans.clone(), spans.server_id()))),
-            Some(Node::Open(open)) => return Some(Some((open.spans.clone(), open.id))),
         }
     }
     None
@@ -133,27 +133,21 @@ where
         let metadata = attrs.metadata();
         let Some(span) = ctx.span(id) else { return };
         if is_invocation(metadata) {
-            let node = match invocation::here() {
-                Here::Outside => return,
-                Here::Untraced => Node::Off,
-                Here::Traced(spans) => Node::Server(spans),
-            };
-            span.extensions_mut().insert(node);
+            if let Here::Traced(spans) = invocation::here() {
+                span.extensions_mut().insert(Node::Server(spans));
+            }
             return;
         }
         if !self.records(metadata) {
             return;
         }
-        let found = match nearest(span.parent()) {
-            Some(found) => found,
-            None => match invocation::here() {
-                Here::Traced(spans) => {
-                    let server = spans.server_id();
-                    Some((spans, server))
-                }
-                Here::Outside | Here::Untraced => None,
-            },
-        };
+        let found = nearest(span.parent()).or_else(|| match invocation::here() {
+            Here::Traced(spans) => {
+                let server = spans.server_id();
+                Some((spans, server))
+            }
+            Here::Outside | Here::Untraced => None,
+        });
         let Some((spans, parent)) = found else { return };
         let open = Open::new(spans, parent, attrs);
         span.extensions_mut().insert(Node::Open(Box::new(open)));
@@ -205,7 +199,7 @@ pub(super) fn current() -> Option<(Spans, [u8; 8])> {
     tracing::Span::current()
         .with_subscriber(|(id, dispatch)| {
             let registry = dispatch.downcast_ref::<Registry>()?;
-            nearest(registry.span(id)).flatten()
+            nearest(registry.span(id))
         })
         .flatten()
 }

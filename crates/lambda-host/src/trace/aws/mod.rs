@@ -13,6 +13,7 @@ use aws_smithy_runtime_api::client::interceptors::context::{
 use aws_smithy_runtime_api::client::interceptors::{Intercept, OverriddenHooks, SharedInterceptor};
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
+use lambda_http::http::HeaderName;
 
 use self::call::InFlight;
 use super::invocation::{self, Here, current};
@@ -22,8 +23,9 @@ mod call;
 #[cfg(feature = "dynamodb")]
 mod dynamodb;
 
-/// The header the SDK's recursion-detection interceptor sets.
-const HEADER: &str = "x-amzn-trace-id";
+/// The header the SDK's recursion-detection interceptor sets: a name,
+/// which the SDK takes as it is; a string it would parse and copy.
+const HEADER: HeaderName = HeaderName::from_static("x-amzn-trace-id");
 
 /// The two interceptors, in the order an SDK client takes them.
 pub(super) fn interceptors() -> [SharedInterceptor; 2] {

@@ -216,6 +216,37 @@ async fn an_unsampled_invocation_sends_nothing() {
     assert_eq!(received(&listener).len(), 0);
 }
 
+/// An untraced invocation inside a traced one (its scope and span) keeps
+/// its spans to itself, even in a task of their own: a span under it
+/// never climbs past it to the traced invocation's SERVER span.
+#[tokio::test]
+async fn an_unsampled_invocation_inside_a_sampled_one_sends_none_of_its_spans() {
+    let (tracer, listener) = daemon(false);
+    let _subscriber = subscribed();
+    let unsampled = SAMPLED.replace("Sampled=1", "Sampled=0");
+
+    invocation(tracer, SAMPLED, async {
+        invocation(tracer, &unsampled, async {
+            let task = tokio::spawn(
+                async { tokio::task::yield_now().await }
+                    .instrument(tracing::info_span!("background"))
+                    .in_current_span(),
+            );
+            task.await.unwrap();
+        })
+        .await;
+    })
+    .await;
+
+    let datagrams = datagrams(&listener);
+    let names: Vec<&str> = datagrams
+        .iter()
+        .flat_map(|datagram| &datagram.spans)
+        .map(|span| span.name.as_str())
+        .collect();
+    assert!(!names.contains(&"background"), "{names:?}");
+}
+
 #[tokio::test]
 async fn outside_any_invocation_the_layer_records_and_sends_nothing() {
     let (_tracer, listener) = daemon(false);
