@@ -489,6 +489,49 @@ async fn with_one_worker_the_work_spawned_behind_an_answer_ends_before_the_next_
     assert_eq!(*seen.lock().expect("seen"), [1, 2, 3]);
 }
 
+/// The work behind an answer is awaited until the invocation's cut, not
+/// past it: a worker whose work outlives the deadline takes its next
+/// invocation while that work still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_one_worker_the_work_behind_an_answer_is_awaited_no_later_than_its_deadline() {
+    let sent = vec![
+        Invocation::new("short", http_event("fine")).due_in(Duration::from_millis(400)),
+        Invocation::new("next", http_event("fine")),
+    ];
+    let api = Arc::new(Mutex::new(FakeRuntimeApi::start(sent)));
+    let uri = api.lock().expect("api").uri();
+    // How many `next` calls the stand-in had seen when the work ended.
+    let seen: Arc<Mutex<Option<usize>>> = Arc::default();
+    let work: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+    let service = {
+        let (api, seen, work) = (api.clone(), seen.clone(), work.clone());
+        service_fn(move |request: Request| {
+            let (api, seen) = (api.clone(), seen.clone());
+            if request
+                .lambda_context_ref()
+                .is_some_and(|context| context.request_id == "short")
+            {
+                let behind = lambda_host::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(1500)).await;
+                    *seen.lock().expect("seen") = Some(api.lock().expect("api").nexts().len());
+                });
+                work.lock().expect("work").push(behind);
+            }
+            std::future::ready(Ok::<_, Infallible>(Response::new(Body::from("fine"))))
+        })
+    };
+
+    let _ = Lambda::new(uri, function_config()).serve(service).await;
+    let behind: Vec<_> = work.lock().expect("work").drain(..).collect();
+    for work in behind {
+        work.await.expect("the work ended");
+    }
+
+    // The second `next` went out at the first invocation's cut, while the
+    // work (1.5 s) still ran.
+    assert_eq!(*seen.lock().expect("seen"), Some(2));
+}
+
 /// On Managed Instances nothing is frozen, so a worker takes its next
 /// invocation while the work spawned behind its answer still runs: the
 /// work ends only once it has seen its worker's `next` parked beside the
