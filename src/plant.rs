@@ -70,20 +70,26 @@ impl PlantTag {
 }
 
 fn check_text(field: &'static str, value: &str, max_chars: usize) -> Result<(), BodyError> {
-    let chars = value.chars().count();
+    // One pass for the three checks, which are reported in this order.
+    let (mut chars, mut control, mut blank) = (0, false, true);
+    for c in value.chars() {
+        chars += 1;
+        control |= is_forbidden_control(c);
+        blank &= c.is_whitespace();
+    }
     if chars == 0 || chars > max_chars {
         return Err(BodyError::OutOfBounds {
             field,
             bound: Bound::Length { max_chars },
         });
     }
-    if value.chars().any(is_forbidden_control) {
+    if control {
         return Err(BodyError::OutOfBounds {
             field,
             bound: Bound::NoControlCharacters,
         });
     }
-    if value.chars().all(char::is_whitespace) {
+    if blank {
         return Err(BodyError::OutOfBounds {
             field,
             bound: Bound::NotOnlyWhitespace,
@@ -192,7 +198,17 @@ fn parse_id(raw: &RawValue) -> Result<PlantId, BodyError> {
 }
 
 fn parse_string(field: &'static str, raw: &RawValue) -> Result<String, BodyError> {
-    serde_json::from_str(raw.get()).map_err(|_| {
+    // The syntax was checked already: a JSON string with no escape is the
+    // text between its quotes, as it is.
+    let text = raw.get();
+    if let Some(plain) = text
+        .strip_prefix('"')
+        .and_then(|text| text.strip_suffix('"'))
+        .filter(|text| !text.contains('\\'))
+    {
+        return Ok(plain.to_owned());
+    }
+    serde_json::from_str(text).map_err(|_| {
         // The syntax was checked already, so a JSON string that does not
         // decode holds an unpaired surrogate escape such as "\ud800": it is
         // a string, but not Unicode text that any plant can be named with.
@@ -610,13 +626,35 @@ mod tests {
         let string = |field, raw: Box<RawValue>| {
             serde_json::from_str::<String>(raw.get()).map_err(|_| string_error(field, &raw))
         };
+        let id = parse_id(&id)?;
+        let name = string("name", name)?;
+        reference_text("name", &name, NAME_MAX_CHARS)?;
+        let tag = tag
+            .map(|tag| {
+                let tag = string("tag", tag)?;
+                reference_text("tag", &tag, TAG_MAX_CHARS).map(|()| PlantTag(tag))
+            })
+            .transpose()?;
         Ok(NewPlant {
-            id: parse_id(&id)?,
-            name: PlantName::parse(string("name", name)?)?,
-            tag: tag
-                .map(|tag| string("tag", tag).and_then(PlantTag::parse))
-                .transpose()?,
+            id,
+            name: PlantName(name),
+            tag,
         })
+    }
+
+    /// The former `check_text`: a pass over the characters per check.
+    fn reference_text(field: &'static str, value: &str, max_chars: usize) -> Result<(), BodyError> {
+        let chars = value.chars().count();
+        let bound = if chars == 0 || chars > max_chars {
+            Bound::Length { max_chars }
+        } else if value.chars().any(|c| matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}')) {
+            Bound::NoControlCharacters
+        } else if value.chars().all(char::is_whitespace) {
+            Bound::NotOnlyWhitespace
+        } else {
+            return Ok(());
+        };
+        Err(BodyError::OutOfBounds { field, bound })
     }
 
     fn string_error(field: &'static str, raw: &RawValue) -> BodyError {
@@ -662,6 +700,7 @@ mod tests {
             r#""\ud800""#,
             r#""\ud83c\udf31""#,
             r#""\u00e9""#,
+            r#"" \u3000""#,
             "null",
             "true",
             "[1]",
@@ -671,27 +710,55 @@ mod tests {
             "01",
             "\"ÿ\"",
         ];
-        const AROUND: &[&str] = &["", "", " ", "x", ",", "{", "}", "[]"];
-        let member = (0..KEYS.len(), 0..VALUES.len());
-        (
-            0..AROUND.len(),
-            proptest::collection::vec(member, 0..6),
-            0..AROUND.len(),
-            any::<bool>(),
+        const AROUND: &[&str] = &[" ", "x", ",", "{", "}", "[]"];
+        const INTEGERS: &[&str] = &["1", "-0", "-9223372036854775808", "9223372036854775807"];
+        const STRINGS: &[&str] = &[
+            r#""Monstera""#,
+            r#"" ""#,
+            r#""""#,
+            r#""a\nb""#,
+            r#""\ud800""#,
+            r#""\ud83c\udf31""#,
+            r#""\u00e9""#,
+            r#"" \u3000""#,
+            "\"ÿ\"",
+            r#""\u007f""#,
+        ];
+        // Mostly values of the member's own kind, so that many bodies get
+        // past the syntax to the checks of each field.
+        let value = |kind: &'static [&'static str]| prop_oneof![3 => proptest::sample::select(kind), 1 => proptest::sample::select(VALUES)];
+        let ours = |key: &'static str, kind| {
+            proptest::option::weighted(0.9, value(kind)).prop_map(move |value| (key, value))
+        };
+        let others = proptest::collection::vec(
+            (proptest::sample::select(KEYS), proptest::sample::select(VALUES)),
+            0..3,
+        );
+        let members = (
+            ours(r#""id""#, INTEGERS),
+            ours(r#""name""#, STRINGS),
+            ours(r#""tag""#, STRINGS),
+            others,
+            proptest::bool::weighted(0.2),
         )
-            .prop_map(|(before, members, after, object)| {
-                let members: Vec<String> = members
+            .prop_map(|(id, name, tag, others, extra)| {
+                let others = if extra { others } else { Vec::new() };
+                [id, name, tag]
                     .into_iter()
-                    .map(|(key, value)| format!("{}:{}", KEYS[key], VALUES[value]))
-                    .collect();
-                let (open, close) = if object { ("{", "}") } else { ("[", "]") };
-                format!(
-                    "{}{open}{}{close}{}",
-                    AROUND[before],
-                    members.join(","),
-                    AROUND[after]
-                )
+                    .filter_map(|(key, value)| value.map(|value| (key, value)))
+                    .chain(others)
+                    .map(|(key, value)| format!("{key}:{value}"))
+                    .collect::<Vec<_>>()
             })
+            .prop_shuffle();
+        // Mostly nothing around the members, sometimes a stray byte.
+        let around = || (0..AROUND.len() * 8).prop_map(|i| AROUND.get(i).copied().unwrap_or(""));
+        (around(), members, around(), proptest::bool::weighted(0.9)).prop_map(
+            |(before, members, after, object)| {
+                let (open, close) = if object { ("{", "}") } else { ("[", "]") };
+                format!("{before}{open}{}{close}{after}", members.join(","))
+            },
+        )
     }
 
     proptest::proptest! {
