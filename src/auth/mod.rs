@@ -155,24 +155,26 @@ pub struct Authenticator {
 impl Authenticator {
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<(), AuthError> {
         let token = bearer_token(headers)?;
-        let mut verdicts = Vec::with_capacity(2);
-        if let Some(static_tokens) = &self.static_tokens {
-            verdicts.push(static_tokens.verify(token).await);
-        }
+        let static_verdict = match &self.static_tokens {
+            Some(static_tokens) => Some(static_tokens.verify(token).await),
+            None => None,
+        };
         // A token one verifier accepts need not cost a JWT check (or a
         // debug line saying it is no JWT).
-        if let Some(jwt) = &self.jwt
-            && !verdicts.contains(&Verdict::Accepted)
-        {
-            verdicts.push(jwt.verify(token).await);
+        if static_verdict == Some(Verdict::Accepted) {
+            return Ok(());
         }
-        combine(verdicts)
+        let jwt_verdict = match &self.jwt {
+            Some(jwt) => Some(jwt.verify(token).await),
+            None => None,
+        };
+        combine(static_verdict.into_iter().chain(jwt_verdict))
     }
 }
 
 /// Acceptance by any verifier wins; then a scope problem (the token was
 /// genuine); then "could not check" (worth a retry); else the token is bad.
-fn combine(verdicts: Vec<Verdict>) -> Result<(), AuthError> {
+fn combine(verdicts: impl IntoIterator<Item = Verdict>) -> Result<(), AuthError> {
     let mut outcome = Err(AuthError::InvalidToken);
     for verdict in verdicts {
         match verdict {

@@ -231,6 +231,8 @@ impl Metrics {
 struct Template {
     /// `"CloudWatchMetrics":[…]`, by [`Metrics::shape`].
     directives: [Vec<u8>; 4],
+    /// `,"Name":` of each metric, in the order of [`Metrics::list`].
+    names: [Vec<u8>; 11],
     /// `"service":"…"`.
     service: Vec<u8>,
 }
@@ -259,20 +261,23 @@ impl Template {
         );
         line.extend_from_slice(b"},");
         line.extend_from_slice(&self.service);
-        for metric in metrics.iter() {
-            line.push(b',');
-            json(line, metric.name);
-            line.push(b':');
-            match metric.value {
-                Value::Count(count) => json(line, &count),
-                Value::Milliseconds(ms) => json(line, &ms),
+        for (metric, name) in metrics.list.iter().zip(&self.names) {
+            if let Some(metric) = metric {
+                line.extend_from_slice(name);
+                match metric.value {
+                    // A counter is 0 or 1: its one digit.
+                    Value::Count(count @ 0..=9) => line.push(b'0' + count),
+                    Value::Count(count) => json(line, &count),
+                    Value::Milliseconds(ms) => json(line, &ms),
+                }
             }
         }
-        for (name, id) in [("function_request_id", request_id), ("xray_trace_id", trace_id)] {
+        for (name, id) in [
+            (&br#","function_request_id":"#[..], request_id),
+            (br#","xray_trace_id":"#, trace_id),
+        ] {
             if let Some(id) = id {
-                line.push(b',');
-                json(line, name);
-                line.push(b':');
+                line.extend_from_slice(name);
                 json(line, id);
             }
         }
@@ -471,6 +476,113 @@ mod tests {
             assert_eq!(theirs.contains(r#","span":{"#), span, "{name}: {theirs}");
             assert_eq!(ours, theirs, "{name}");
         }
+    }
+
+    /// The document as it was written member by member through serde_json,
+    /// each metric's name and value and each id.
+    fn reference_document(
+        template: &Template,
+        timestamp_ms: u64,
+        metrics: &Metrics,
+        request_id: Option<&str>,
+        trace_id: Option<&str>,
+    ) -> Vec<u8> {
+        let mut line = br#"{"_aws":{"Timestamp":"#.to_vec();
+        json(&mut line, &timestamp_ms);
+        line.push(b',');
+        line.extend_from_slice(&template.directives[metrics.shape()]);
+        line.extend_from_slice(b"},");
+        line.extend_from_slice(&template.service);
+        for metric in metrics.iter() {
+            line.push(b',');
+            json(&mut line, metric.name);
+            line.push(b':');
+            match metric.value {
+                super::Value::Count(count) => json(&mut line, &count),
+                super::Value::Milliseconds(ms) => json(&mut line, &ms),
+            }
+        }
+        for (name, id) in [("function_request_id", request_id), ("xray_trace_id", trace_id)] {
+            if let Some(id) = id {
+                line.push(b',');
+                json(&mut line, name);
+                line.push(b':');
+                json(&mut line, id);
+            }
+        }
+        line.push(b'}');
+        line
+    }
+
+    #[test]
+    fn the_document_is_byte_for_byte_what_the_member_by_member_writer_wrote() {
+        let settings = TelemetrySettings {
+            service: "plants \"eu\" ü".to_owned(),
+            namespace: "Shop/Plants".to_owned(),
+            metrics: true,
+        };
+        let ids = [
+            (None, None),
+            (
+                Some("c6af9ac6-7b61-11e6-9a41-93e812345678"),
+                Some("1-5759e988-bd862e3fe1be46a994272793"),
+            ),
+            (Some("a\"b\\c\u{1}\u{7f}ü🌱"), None),
+        ];
+        let mut documents = 0;
+        for template in [
+            Template::new(&TelemetrySettings::default()),
+            Template::new(&settings),
+        ] {
+            for cold in [true, false] {
+                for store_latency in [
+                    None,
+                    Some(Duration::from_millis(1)),
+                    Some(Duration::from_nanos(999)),
+                ] {
+                    for status in [200, 401, 409, 415, 500, 503] {
+                        for outcome in [None, Some(Created::Inserted), Some(Created::Replayed)] {
+                            for error in [None, Some(DEADLINE_EXCEEDED)] {
+                                for latency in [Duration::from_nanos(1_234_567), Duration::from_secs(3)] {
+                                    for (request_id, trace_id) in ids {
+                                        let metrics = Metrics::of(
+                                            &Invocation {
+                                                error,
+                                                latency,
+                                                store_latency,
+                                                ..invocation(status, outcome, None)
+                                            },
+                                            cold,
+                                        );
+                                        let mut ours = Vec::new();
+                                        template.write(
+                                            &mut ours,
+                                            1_764_000_000_123,
+                                            &metrics,
+                                            request_id,
+                                            trace_id,
+                                        );
+                                        let theirs = reference_document(
+                                            &template,
+                                            1_764_000_000_123,
+                                            &metrics,
+                                            request_id,
+                                            trace_id,
+                                        );
+                                        assert_eq!(
+                                            String::from_utf8_lossy(&ours),
+                                            String::from_utf8_lossy(&theirs)
+                                        );
+                                        documents += 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(documents, 2 * 2 * 3 * 6 * 3 * 2 * 2 * 3);
     }
 
     #[test]

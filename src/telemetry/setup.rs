@@ -38,21 +38,21 @@ impl Template {
     /// Each directive is written from the metrics of an invocation of its
     /// shape, so that it declares exactly what [`Metrics::of`] writes.
     pub(super) fn new(settings: &TelemetrySettings) -> Self {
+        let invocation = |store: bool| Invocation {
+            context: None,
+            method: "",
+            path: "",
+            status: 0,
+            error: None,
+            plant_id: None,
+            outcome: None,
+            latency: Duration::ZERO,
+            store_latency: store.then_some(Duration::ZERO),
+            envelope: None,
+            xray_trace_id: None,
+        };
         let declared = |cold_start: bool, store: bool| {
-            let invocation = Invocation {
-                context: None,
-                method: "",
-                path: "",
-                status: 0,
-                error: None,
-                plant_id: None,
-                outcome: None,
-                latency: Duration::ZERO,
-                store_latency: store.then_some(Duration::ZERO),
-                envelope: None,
-                xray_trace_id: None,
-            };
-            let metrics = Metrics::of(&invocation, cold_start);
+            let metrics = Metrics::of(&invocation(store), cold_start);
             member(
                 "CloudWatchMetrics",
                 &[Directive {
@@ -61,7 +61,18 @@ impl Template {
                 }],
             )
         };
+        // Every metric is present on a cold start that called the store.
+        let all = Metrics::of(&invocation(true), true);
+        let names = all.list.map(|metric| {
+            let mut name = vec![b','];
+            if let Some(metric) = metric {
+                json(&mut name, metric.name);
+            }
+            name.push(b':');
+            name
+        });
         Self {
+            names,
             directives: [
                 declared(false, false),
                 declared(false, true),
