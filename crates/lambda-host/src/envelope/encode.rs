@@ -93,7 +93,8 @@ struct NotUtf8;
 fn http_api(out: &mut String, status: StatusCode, mut headers: HeaderMap, body: Body) -> Result<(), NotUtf8> {
     // Taken out as `HeaderMap::remove` takes it (the last header moves into
     // its place), which decides the order of the headers written.
-    let cookies = if headers.contains_key(SET_COOKIE) {
+    // A scan of the few names costs less than hashing one.
+    let cookies = if headers.keys().any(|name| name == SET_COOKIE) {
         match headers.entry(SET_COOKIE) {
             Entry::Occupied(entry) => Some(entry.remove_entry_mult().1.collect::<Vec<_>>()),
             Entry::Vacant(_) => None,
