@@ -18,8 +18,8 @@ use crate::json_string::{escape, string};
 /// every answer; a function's tests call it to see the JSON a front door
 /// gets from their handler.
 ///
-/// A header value that is not UTF-8 makes the answer `{}`, as the
-/// response types' serializers refuse it (the front door answers 502).
+/// A header value that is not UTF-8 makes the answer `{}`, as it did
+/// when the response types' serializers refused it.
 pub fn encode(origin: RequestOrigin, response: Response<Body>) -> Vec<u8> {
     let (parts, body) = response.into_parts();
     let mut out = String::with_capacity(capacity(&parts.headers, &body));
@@ -91,9 +91,9 @@ struct NotUtf8;
 /// HTTP APIs and function URLs: one value per header, `Set-Cookie`'s
 /// values in `cookies`.
 fn http_api(out: &mut String, status: StatusCode, mut headers: HeaderMap, body: Body) -> Result<(), NotUtf8> {
-    // Taken out as `HeaderMap::remove` takes it (the last header moves into
-    // its place), which decides the order of the headers written.
-    // A scan of the few names costs less than hashing one.
+    // Looked for by a scan of the few names, cheaper than a hash; taken
+    // out as `HeaderMap::remove` takes it (the last header moves into its
+    // place), which decides the order of the headers written.
     let cookies = if headers.keys().any(|name| name == SET_COOKIE) {
         match headers.entry(SET_COOKIE) {
             Entry::Occupied(entry) => Some(entry.remove_entry_mult().1.collect::<Vec<_>>()),
