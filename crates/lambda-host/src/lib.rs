@@ -75,6 +75,7 @@
 struct ReadmeDoctests;
 
 mod env;
+mod json_string;
 mod runtime;
 
 pub mod deadline;
