@@ -598,18 +598,7 @@ fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
 /// address, which `url` rewrites), and a port that is not the scheme's
 /// default, which `url` leaves out.
 fn written_as_is(scheme: &str, host: &str) -> bool {
-    let (name, port) = match host.rsplit_once(':') {
-        Some((name, port)) => (name, Some(port)),
-        None => (host, None),
-    };
-    let default_port = if scheme == "https" { "443" } else { "80" };
-    let port_as_is = port.is_none_or(|port| {
-        !port.is_empty()
-            && !port.starts_with('0')
-            && port.len() <= 5
-            && port.parse::<u16>().is_ok()
-            && port != default_port
-    });
+    let (name, port_as_is) = port_as_is(scheme, host);
     let labels_as_is = name
         .split('.')
         .all(|label| !label.is_empty() && !label.starts_with("xn--"));
@@ -621,23 +610,28 @@ fn written_as_is(scheme: &str, host: &str) -> bool {
     port_as_is && labels_as_is && last_is_a_name && !name.bytes().any(|byte| byte.is_ascii_uppercase())
 }
 
+/// `host` without its port, and whether the port, if there is one, is
+/// written back by `url` as it is: digits without a leading zero, a
+/// `u16`, not the scheme's default (which `url` leaves out).
+fn port_as_is<'h>(scheme: &str, host: &'h str) -> (&'h str, bool) {
+    let Some((name, port)) = host.rsplit_once(':') else {
+        return (host, true);
+    };
+    let default_port = if scheme == "https" { "443" } else { "80" };
+    let as_is = !port.is_empty()
+        && !port.starts_with('0')
+        && port.len() <= 5
+        && port.bytes().all(|byte| byte.is_ascii_digit())
+        && port.parse::<u16>().is_ok()
+        && port != default_port;
+    (name, as_is)
+}
+
 /// [`plain`]'s host and [`written_as_is`] in one pass over the host, for
 /// what every front door sends: lower-case labels, a last one that starts
 /// with a letter, perhaps a port. `false` leaves the answer to those two.
 fn host_as_is(scheme: &str, host: &str) -> bool {
-    let (name, port) = match host.rsplit_once(':') {
-        Some((name, port)) => (name, Some(port)),
-        None => (host, None),
-    };
-    let default_port = if scheme == "https" { "443" } else { "80" };
-    let port_as_is = port.is_none_or(|port| {
-        !port.is_empty()
-            && !port.starts_with('0')
-            && port.len() <= 5
-            && port.bytes().all(|byte| byte.is_ascii_digit())
-            && port.parse::<u16>().is_ok()
-            && port != default_port
-    });
+    let (name, port_as_is) = port_as_is(scheme, host);
     let bytes = name.as_bytes();
     let mut at_label = true;
     let mut label_first = 0;
