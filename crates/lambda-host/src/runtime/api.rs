@@ -27,6 +27,10 @@ pub(super) const REQUEST_ID: HeaderName = HeaderName::from_static("lambda-runtim
 pub(super) const DEADLINE_MS: HeaderName = HeaderName::from_static("lambda-runtime-deadline-ms");
 pub(super) const INVOCATION_ID: HeaderName = HeaderName::from_static("lambda-runtime-invocation-id");
 pub(super) const TRACE_ID: HeaderName = HeaderName::from_static("lambda-runtime-trace-id");
+pub(super) const INVOKED_FUNCTION_ARN: HeaderName =
+    HeaderName::from_static("lambda-runtime-invoked-function-arn");
+pub(super) const CLIENT_CONTEXT: HeaderName = HeaderName::from_static("lambda-runtime-client-context");
+pub(super) const COGNITO_IDENTITY: HeaderName = HeaderName::from_static("lambda-runtime-cognito-identity");
 /// Lambda's tenant isolation mode: the tenant the invocation is for.
 pub(super) const TENANT_ID: HeaderName = HeaderName::from_static("lambda-runtime-aws-tenant-id");
 pub(super) const ERROR_TYPE: &str = "lambda-runtime-function-error-type";

@@ -30,7 +30,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use hyper::body::{Body as HttpBody, Bytes};
 use lambda_http::http::Uri;
-use lambda_http::lambda_runtime::{Config as FunctionConfig, Diagnostic};
+use lambda_http::lambda_runtime::{Config as FunctionConfig, Context, Diagnostic};
 use lambda_http::tower::Service;
 use lambda_http::{Error, IntoResponse, Request, Response, tracing};
 use tokio::sync::{Mutex, watch};
@@ -274,9 +274,11 @@ impl Lambda {
             stage,
             ..
         } = self;
+        let mut context = Context::default();
+        context.env_config = Arc::new(function);
         let shared = Arc::new(Shared {
             api,
-            function: Arc::new(function),
+            context,
             stage,
             cold: AtomicBool::new(true),
         });

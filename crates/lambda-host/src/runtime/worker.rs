@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use hyper::body::{Body as HttpBody, Bytes};
 use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
-use lambda_http::lambda_runtime::{Config as FunctionConfig, Context, Diagnostic};
+use lambda_http::lambda_runtime::{Context, Diagnostic};
 use lambda_http::tower::{Service, ServiceExt};
 use lambda_http::tracing::{self, Instrument};
 use lambda_http::{Body, Error, IntoResponse, Request, RequestExt, Response};
@@ -31,7 +31,10 @@ use tokio::sync::{Mutex, Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Sleep;
 
-use super::api::{DEADLINE_MS, INVOCATION_ID, REQUEST_ID, RuntimeApi, TENANT_ID, TRACE_ID};
+use super::api::{
+    CLIENT_CONTEXT, COGNITO_IDENTITY, DEADLINE_MS, INVOCATION_ID, INVOKED_FUNCTION_ARN, REQUEST_ID,
+    RuntimeApi, TENANT_ID, TRACE_ID,
+};
 use super::{shutdown, stream};
 use crate::deadline::{self, BACKSTOP_MARGIN, RESPONSE_MARGIN};
 use crate::envelope::{self, ApiPath, RequestOrigin, Stage};
@@ -43,7 +46,9 @@ const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
 #[derive(Debug)]
 pub(super) struct Shared {
     pub(super) api: RuntimeApi,
-    pub(super) function: Arc<FunctionConfig>,
+    /// What every invocation's `Context` starts from: the function's
+    /// settings, shared, and nothing of an invocation.
+    pub(super) context: Context,
     pub(super) stage: Stage,
     /// Set until the process's first invocation is served: its cold start.
     pub(super) cold: AtomicBool,
@@ -382,7 +387,11 @@ async fn invoke<C: Answer>(
         }
     };
     // `Context::new` panics without a deadline; check it first.
-    let Deadline { ms: Some(_), cut } = deadline else {
+    let Deadline {
+        ms: Some(deadline_ms),
+        cut,
+    } = deadline
+    else {
         return Err(failed(
             "Runtime.InvalidInvocation",
             "the Runtime API sent no valid deadline".to_owned(),
@@ -391,7 +400,7 @@ async fn invoke<C: Answer>(
     // At or before the handler's cut, which is the loop's moved by the
     // difference of their margins, unless the deadline is that close.
     anchor.hold(cut.and_then(|cut| cut.checked_sub(RESPONSE_MARGIN - BACKSTOP_MARGIN)));
-    let context = Context::new(request_id, shared.function.clone(), headers).map_err(|err| {
+    let context = context(&shared.context, request_id, deadline_ms, headers).map_err(|err| {
         failed(
             "Runtime.InvalidInvocation",
             format!("invalid invocation headers: {err}"),
@@ -473,6 +482,41 @@ impl Anchor {
             }
         }
     }
+}
+
+/// The invocation's `Context`, as `Context::new` makes it from `headers`,
+/// whose deadline is `deadline` (`Context::new` panics without one). The headers are looked up
+/// by their names' constants: `Context::new` looks them up by strings,
+/// which `HeaderMap` parses and checks each time (six lookups, about 4 K
+/// instructions an invocation). What takes more than a copy (a client
+/// context or a Cognito identity, JSON to read; a function ARN that is not
+/// visible ASCII, an error) is left to `Context::new`.
+fn context(
+    template: &Context,
+    request_id: &str,
+    deadline: u64,
+    headers: &HeaderMap,
+) -> Result<Context, Error> {
+    let arn = headers.get(INVOKED_FUNCTION_ARN).map(HeaderValue::to_str);
+    let (Some(Ok(arn)), false, false) = (
+        arn,
+        headers.contains_key(CLIENT_CONTEXT),
+        headers.contains_key(COGNITO_IDENTITY),
+    ) else {
+        return Context::new(request_id, template.env_config.clone(), headers);
+    };
+    let text = |name| {
+        headers
+            .get(name)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+    };
+    let mut context = template.clone();
+    context.request_id = request_id.to_owned();
+    context.deadline = deadline;
+    context.invoked_function_arn = arn.to_owned();
+    context.xray_trace_id = text(TRACE_ID);
+    context.tenant_id = text(TENANT_ID);
+    Ok(context)
 }
 
 /// The request's `X-Amzn-Trace-Id`, as `lambda_http` makes it from the
@@ -601,6 +645,67 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn an_invocations_context_is_the_one_context_new_makes_from_its_headers() {
+        let mut template = Context::default();
+        template.env_config = Arc::new(lambda_http::lambda_runtime::Config {
+            function_name: "plants".to_owned(),
+            memory: 128,
+            ..Default::default()
+        });
+        let arn = "arn:aws:lambda:us-east-1:123456789012:function:plants";
+        let trace = "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1";
+        let headers_with = |pairs: &[(&str, &[u8])]| {
+            let mut headers = HeaderMap::new();
+            headers.insert(DEADLINE_MS, HeaderValue::from_static("1700000000000"));
+            for (name, value) in pairs {
+                headers.insert(
+                    HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    HeaderValue::from_bytes(value).unwrap(),
+                );
+            }
+            headers
+        };
+        let cases = [
+            headers_with(&[]),
+            headers_with(&[("lambda-runtime-invoked-function-arn", arn.as_bytes())]),
+            headers_with(&[
+                ("lambda-runtime-invoked-function-arn", arn.as_bytes()),
+                ("lambda-runtime-trace-id", trace.as_bytes()),
+                ("lambda-runtime-aws-tenant-id", b"tenant-7"),
+            ]),
+            // Read lossily, as `Context::new` reads them.
+            headers_with(&[
+                ("lambda-runtime-invoked-function-arn", arn.as_bytes()),
+                ("lambda-runtime-trace-id", b"Root=\xff"),
+                ("lambda-runtime-aws-tenant-id", b"t\xe9"),
+            ]),
+            // Left to `Context::new`: a refused ARN, JSON to read.
+            headers_with(&[("lambda-runtime-invoked-function-arn", b"arn\xff")]),
+            headers_with(&[
+                ("lambda-runtime-invoked-function-arn", arn.as_bytes()),
+                ("lambda-runtime-client-context", br#"{"custom":{"k":"v"},"env":{},"client":{"installation_id":"","app_title":"","app_version_name":"","app_version_code":"","app_package_name":""}}"#),
+            ]),
+            headers_with(&[
+                ("lambda-runtime-invoked-function-arn", arn.as_bytes()),
+                ("lambda-runtime-cognito-identity", br#"{"cognito_identity_id":"i","cognito_identity_pool_id":"p"}"#),
+            ]),
+            headers_with(&[("lambda-runtime-client-context", b"not json")]),
+        ];
+        for headers in &cases {
+            let ours = context(&template, "req-1", 1_700_000_000_000, headers).map_err(|err| err.to_string());
+            let theirs =
+                Context::new("req-1", template.env_config.clone(), headers).map_err(|err| err.to_string());
+            assert_eq!(ours, theirs, "for {headers:?}");
+            if let Ok(ours) = ours {
+                assert!(
+                    Arc::ptr_eq(&ours.env_config, &template.env_config),
+                    "the settings are shared, not copied"
+                );
+            }
+        }
+    }
 
     #[tokio::test]
     async fn settled_waits_for_the_work_spawned_behind_and_no_longer() {
