@@ -90,7 +90,7 @@ pub fn encode(origin: RequestOrigin, response: Response<Body>) -> Result<Vec<u8>
 /// not UTF-8. It names the header, never its value.
 #[derive(Debug)]
 pub struct InvalidResponse {
-    header: HeaderName,
+    header: String,
 }
 
 impl fmt::Display for InvalidResponse {
@@ -153,10 +153,10 @@ where
         if at > 0 {
             out.push(',');
         }
-        let name = name.borrow();
-        string(out, name.as_str());
+        let name = name.borrow().as_str();
+        string(out, name);
         out.push(':');
-        value_string(out, name, value.borrow())?;
+        value_string(out, value.borrow()).map_err(|NotUtf8| refused(name))?;
     }
     out.push('}');
     Ok(())
@@ -174,35 +174,53 @@ fn first_of_each(headers: HeaderMap) -> impl Iterator<Item = (HeaderName, Header
 fn multi_value_headers(out: &mut String, headers: HeaderMap) -> Result<(), InvalidResponse> {
     out.push('{');
     let mut any = false;
-    // The name of the values that follow it, which come without one.
-    let mut current = None;
+    // Where the name of the values that follow was written: a refusal
+    // names it from there, rather than every name being kept for it.
+    let mut name_at = 0;
     for (name, value) in headers {
-        if let Some(name) = name {
-            if any {
-                out.push_str("],");
+        match name {
+            Some(name) => {
+                if any {
+                    out.push_str("],");
+                }
+                any = true;
+                name_at = out.len();
+                string(out, name.as_str());
+                out.push_str(":[");
             }
-            any = true;
-            string(out, name.as_str());
-            out.push_str(":[");
-            current = Some(name);
-        } else {
-            out.push(',');
+            None => out.push(','),
         }
-        // Always set: the map's first pair has a name.
-        if let Some(name) = &current {
-            value_string(out, name, &value)?;
-        }
+        value_string(out, &value).map_err(|NotUtf8| refused(written_name(out, name_at)))?;
     }
     out.push_str(if any { "]}" } else { "}" });
     Ok(())
 }
 
-/// `value` as a JSON string; refused, naming `name`, when it is not UTF-8.
-fn value_string(out: &mut String, name: &HeaderName, value: &HeaderValue) -> Result<(), InvalidResponse> {
-    let value =
-        std::str::from_utf8(value.as_bytes()).map_err(|_| InvalidResponse { header: name.clone() })?;
+/// A header value that is not UTF-8.
+struct NotUtf8;
+
+/// `value` as a JSON string, unless it is not UTF-8.
+fn value_string(out: &mut String, value: &HeaderValue) -> Result<(), NotUtf8> {
+    let value = std::str::from_utf8(value.as_bytes()).map_err(|_| NotUtf8)?;
     string(out, value);
     Ok(())
+}
+
+/// The name written at `at` as a JSON string: a header name is a token,
+/// which has nothing to escape.
+fn written_name(out: &str, at: usize) -> &str {
+    out.get(at..)
+        .and_then(|written| written.split('"').nth(1))
+        .unwrap_or_default()
+}
+
+/// The error for a value of header `name`, kept out of the writing loops.
+#[cold]
+#[inline(never)]
+fn refused(name: &str) -> InvalidResponse {
+    InvalidResponse {
+        header: name.to_owned(),
+    }
 }
 
 /// `,"body":…,"isBase64Encoded":…`, API Gateway's and the ALB's order.
