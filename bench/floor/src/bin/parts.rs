@@ -159,5 +159,5 @@ fn handle(app: &App<MemoryStore>, request: Request) -> Response<Body> {
 
 #[inline(never)]
 fn encode(response: Response<Body>) {
-    black_box(envelope::encode(RequestOrigin::ApiGatewayV2, black_box(response)));
+    let _ = black_box(envelope::encode(RequestOrigin::ApiGatewayV2, black_box(response)));
 }

@@ -4,6 +4,9 @@
 //! one buffer sized once, without building those types or a second header
 //! map (`reference.rs` keeps the serde path the bytes are held to).
 
+use std::borrow::Borrow;
+use std::fmt;
+
 use lambda_http::http::StatusCode;
 use lambda_http::http::header::{Entry, HeaderMap, HeaderName, HeaderValue, SET_COOKIE};
 use lambda_http::{Body, Response};
@@ -18,24 +21,29 @@ use crate::json_string::{escape, string};
 /// every answer; a function's tests call it to see the JSON a front door
 /// gets from their handler.
 ///
-/// A header value that is not UTF-8 makes the answer `{}`, as it did
-/// when the response types' serializers refused it.
-pub fn encode(origin: RequestOrigin, response: Response<Body>) -> Vec<u8> {
+/// # Errors
+///
+/// [`InvalidResponse`] when a header value the JSON holds is not UTF-8,
+/// which it cannot carry (HTTP APIs, function URLs and VPC Lattice take
+/// the first value of each header only): the loop fails that invocation
+/// (`Runtime.InvalidResponse`). A `Set-Cookie` value of an HTTP API's
+/// answer that is not visible ASCII goes in `cookies` empty instead, as
+/// `lambda_http` writes it.
+pub fn encode(origin: RequestOrigin, response: Response<Body>) -> Result<Vec<u8>, InvalidResponse> {
     let (parts, body) = response.into_parts();
     let mut out = String::with_capacity(capacity(&parts.headers, &body));
-    let written = match origin {
+    match origin {
         // Only `multiValueHeaders`: API Gateway merges both fields, and
         // would repeat every header.
         RequestOrigin::ApiGatewayV1 => {
             out.push_str(r#"{"statusCode":"#);
             out.push_str(parts.status.as_str());
             out.push_str(r#","headers":{},"multiValueHeaders":"#);
-            let written = multi_value_headers(&mut out, parts.headers);
+            multi_value_headers(&mut out, parts.headers)?;
             write_body(&mut out, body);
             out.push('}');
-            written
         }
-        RequestOrigin::ApiGatewayV2 => http_api(&mut out, parts.status, parts.headers, body),
+        RequestOrigin::ApiGatewayV2 => http_api(&mut out, parts.status, parts.headers, body)?,
         // Both forms: the target group's setting decides which one the
         // load balancer reads.
         RequestOrigin::Alb => {
@@ -47,15 +55,14 @@ pub fn encode(origin: RequestOrigin, response: Response<Body>) -> Vec<u8> {
             escape(&mut out, parts.status.canonical_reason().unwrap_or_default());
             out.push_str(r#"","headers":"#);
             let headers = &parts.headers;
-            let first = first_values(
+            first_values(
                 &mut out,
                 headers.keys().filter_map(|name| Some((name, headers.get(name)?))),
-            );
+            )?;
             out.push_str(r#","multiValueHeaders":"#);
-            let all = multi_value_headers(&mut out, parts.headers);
+            multi_value_headers(&mut out, parts.headers)?;
             write_body(&mut out, body);
             out.push('}');
-            first.and(all)
         }
         RequestOrigin::VpcLattice => {
             out.push_str(r#"{"isBase64Encoded":"#);
@@ -67,30 +74,45 @@ pub fn encode(origin: RequestOrigin, response: Response<Body>) -> Vec<u8> {
             out.push_str(r#","statusCode":"#);
             out.push_str(parts.status.as_str());
             // `headers` is left out when empty.
-            let written = if parts.headers.is_empty() {
-                Ok(())
-            } else {
+            if !parts.headers.is_empty() {
                 out.push_str(r#","headers":"#);
-                first_values(&mut out, first_of_each(parts.headers))
-            };
+                first_values(&mut out, first_of_each(parts.headers))?;
+            }
             out.push_str(r#","body":"#);
             body_value(&mut out, body);
             out.push('}');
-            written
         }
-    };
-    match written {
-        Ok(()) => out.into_bytes(),
-        Err(NotUtf8) => b"{}".to_vec(),
+    }
+    Ok(out.into_bytes())
+}
+
+/// A response the front door's JSON cannot carry: a header whose value is
+/// not UTF-8. It names the header, never its value.
+#[derive(Debug)]
+pub struct InvalidResponse {
+    header: String,
+}
+
+impl fmt::Display for InvalidResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the response header {} has a value that is not UTF-8, which the front door's JSON cannot carry",
+            self.header
+        )
     }
 }
 
-/// A header value the response types' serializers refuse.
-struct NotUtf8;
+impl std::error::Error for InvalidResponse {}
 
 /// HTTP APIs and function URLs: one value per header, `Set-Cookie`'s
 /// values in `cookies`.
-fn http_api(out: &mut String, status: StatusCode, mut headers: HeaderMap, body: Body) -> Result<(), NotUtf8> {
+fn http_api(
+    out: &mut String,
+    status: StatusCode,
+    mut headers: HeaderMap,
+    body: Body,
+) -> Result<(), InvalidResponse> {
     // Looked for by a scan of the few names, cheaper than a hash; taken
     // out as `HeaderMap::remove` takes it (the last header moves into its
     // place), which decides the order of the headers written.
@@ -105,7 +127,7 @@ fn http_api(out: &mut String, status: StatusCode, mut headers: HeaderMap, body: 
     out.push_str(r#"{"statusCode":"#);
     out.push_str(status.as_str());
     out.push_str(r#","headers":"#);
-    let written = first_values(out, first_of_each(headers));
+    first_values(out, first_of_each(headers))?;
     out.push_str(r#","multiValueHeaders":{}"#);
     write_body(out, body);
     out.push_str(r#","cookies":["#);
@@ -117,27 +139,27 @@ fn http_api(out: &mut String, status: StatusCode, mut headers: HeaderMap, body: 
         string(out, cookie.to_str().unwrap_or_default());
     }
     out.push_str("]}");
-    written
+    Ok(())
 }
 
 /// `"name":"value"` for each pair, the map's first value of each name.
-fn first_values<N, V>(out: &mut String, headers: impl Iterator<Item = (N, V)>) -> Result<(), NotUtf8>
+fn first_values<N, V>(out: &mut String, headers: impl Iterator<Item = (N, V)>) -> Result<(), InvalidResponse>
 where
-    N: AsRef<str>,
-    V: AsRef<[u8]>,
+    N: Borrow<HeaderName>,
+    V: Borrow<HeaderValue>,
 {
     out.push('{');
-    let mut written = Ok(());
     for (at, (name, value)) in headers.enumerate() {
         if at > 0 {
             out.push(',');
         }
-        string(out, name.as_ref());
+        let name = name.borrow().as_str();
+        string(out, name);
         out.push(':');
-        written = written.and(value_string(out, value.as_ref()));
+        value_string(out, value.borrow()).map_err(|NotUtf8| refused(name))?;
     }
     out.push('}');
-    written
+    Ok(())
 }
 
 /// Each name with its first value, in the map's order, without a lookup.
@@ -149,10 +171,12 @@ fn first_of_each(headers: HeaderMap) -> impl Iterator<Item = (HeaderName, Header
 }
 
 /// `"name":["value",…]` for each header name, in the map's order.
-fn multi_value_headers(out: &mut String, headers: HeaderMap) -> Result<(), NotUtf8> {
+fn multi_value_headers(out: &mut String, headers: HeaderMap) -> Result<(), InvalidResponse> {
     out.push('{');
-    let mut written = Ok(());
     let mut any = false;
+    // Where the name of the values that follow was written: a refusal
+    // names it from there, rather than every name being kept for it.
+    let mut name_at = 0;
     for (name, value) in headers {
         match name {
             Some(name) => {
@@ -160,21 +184,43 @@ fn multi_value_headers(out: &mut String, headers: HeaderMap) -> Result<(), NotUt
                     out.push_str("],");
                 }
                 any = true;
+                name_at = out.len();
                 string(out, name.as_str());
                 out.push_str(":[");
             }
             None => out.push(','),
         }
-        written = written.and(value_string(out, value.as_bytes()));
+        value_string(out, &value).map_err(|NotUtf8| refused(written_name(out, name_at)))?;
     }
     out.push_str(if any { "]}" } else { "}" });
-    written
+    Ok(())
 }
 
-fn value_string(out: &mut String, value: &[u8]) -> Result<(), NotUtf8> {
-    let value = std::str::from_utf8(value).map_err(|_| NotUtf8)?;
+/// A header value that is not UTF-8.
+struct NotUtf8;
+
+/// `value` as a JSON string, unless it is not UTF-8.
+fn value_string(out: &mut String, value: &HeaderValue) -> Result<(), NotUtf8> {
+    let value = std::str::from_utf8(value.as_bytes()).map_err(|_| NotUtf8)?;
     string(out, value);
     Ok(())
+}
+
+/// The name written at `at` as a JSON string: a header name is a token,
+/// which has nothing to escape.
+fn written_name(out: &str, at: usize) -> &str {
+    out.get(at..)
+        .and_then(|written| written.split('"').nth(1))
+        .unwrap_or_default()
+}
+
+/// The error for a value of header `name`, kept out of the writing loops.
+#[cold]
+#[inline(never)]
+fn refused(name: &str) -> InvalidResponse {
+    InvalidResponse {
+        header: name.to_owned(),
+    }
 }
 
 /// `,"body":…,"isBase64Encoded":…`, API Gateway's and the ALB's order.

@@ -26,7 +26,7 @@ mod read;
 
 pub use self::decode::decode;
 pub(crate) use self::decode::{Stage, decode_with};
-pub use self::encode::encode;
+pub use self::encode::{InvalidResponse, encode};
 pub use self::irregular::{MAX_HEADER_NAMES, UnsupportedEvent};
 
 /// What [`decode()`] set aside because it does not form a request, from an

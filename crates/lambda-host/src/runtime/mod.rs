@@ -14,8 +14,9 @@
 //! environment on every invocation and so grows a warm process without
 //! bound (docs/upstream/lambda-runtime-trace-id-leak.md). A fault costs at
 //! most the invocation it hits: a panic, an `Err`, an event that cannot be
-//! decoded, a service still running at the deadline each fail that one invocation
-//! and the worker serves on (`worker.rs`). A Runtime API that stays
+//! decoded, a service still running at the deadline, a response its front
+//! door's JSON cannot carry each fail that one invocation and the worker
+//! serves on (`worker.rs`). A Runtime API that stays
 //! unreachable stops every worker, and the process exits so that Lambda
 //! replaces the environment; it never serves on with fewer workers than
 //! it announced. docs/guarantees.md tells the whole story.

@@ -112,23 +112,35 @@ impl Answering<'_> {
     }
 
     /// The service's answer, converted by `respond` before the cut, as the
-    /// front door's JSON.
+    /// front door's JSON; an error when that JSON cannot carry it.
     async fn whole(&self, respond: impl Future<Output = Response<Body>>) -> Result<Answered, Diagnostic> {
         let mut respond = pin!(respond);
         // Nearly always ready at once (a response that is one already):
         // then no timer.
-        let response = match respond.as_mut().now_or_never() {
+        let mut response = match respond.as_mut().now_or_never() {
             Some(response) => response,
             None => deadline::until(self.cut, respond)
                 .await
                 .ok_or_else(|| self.deadline_exceeded())?,
         };
-        self.server_answer(
-            response.status(),
-            response.extensions().get::<trace::SpanDetails>(),
-            None,
-        );
-        Ok(Answered::Whole(envelope::encode(self.origin, response)))
+        let status = response.status();
+        let details = response.extensions_mut().remove::<trace::SpanDetails>();
+        match envelope::encode(self.origin, response) {
+            Ok(json) => {
+                self.server_answer(status, details.as_ref(), None);
+                Ok(Answered::Whole(json))
+            }
+            Err(invalid) => {
+                let message = invalid.to_string();
+                tracing::error!(request_id = self.request_id, error = %message, "invocation failed");
+                let diagnostic = Diagnostic {
+                    error_type: "Runtime.InvalidResponse".to_owned(),
+                    error_message: message,
+                };
+                self.server_answer(status, details.as_ref(), Some(&diagnostic));
+                Err(diagnostic)
+            }
+        }
     }
 
     fn deadline_exceeded(&self) -> Diagnostic {

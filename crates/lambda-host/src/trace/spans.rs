@@ -93,8 +93,9 @@ pub(crate) struct ServerAnswer<'a> {
     pub cold_start: bool,
     /// What the function added: its route and annotations.
     pub details: Option<&'a SpanDetails>,
-    /// A streamed answer that ended with the error trailers: their error
-    /// type and message.
+    /// An answer that failed its invocation (a stream that ended with the
+    /// error trailers, a response its front door's JSON cannot carry):
+    /// the error type and message.
     pub failure: Option<(&'a str, &'a str)>,
 }
 
@@ -229,8 +230,8 @@ impl Spans {
                 );
             }
             // A server span is an error on a 5xx only (the HTTP
-            // conventions): a 4xx is the client's. A stream cut short is
-            // one whatever its status.
+            // conventions): a 4xx is the client's. A failed answer is one
+            // whatever its status.
             if let Some((kind, message)) = answer.failure {
                 failed(&mut span, exporter::now(), kind, message, None);
             } else if answer.status >= 500 {

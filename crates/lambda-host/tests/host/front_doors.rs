@@ -286,7 +286,7 @@ proptest! {
 /// The JSON `envelope::encode` answers an event of this file with.
 fn encoded(file: &str, response: Response<Body>) -> String {
     let origin = decode(&crate::data(file)).origin;
-    let json = envelope::encode(origin, response);
+    let json = envelope::encode(origin, response).expect("a response the front door's JSON can carry");
     String::from_utf8(json).expect("UTF-8")
 }
 

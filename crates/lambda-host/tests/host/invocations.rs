@@ -208,6 +208,46 @@ async fn a_service_that_returns_an_err_fails_only_its_own_invocation_with_that_e
 }
 
 #[tokio::test]
+async fn an_answer_with_a_header_value_that_is_not_utf8_fails_its_invocation_and_the_next_is_served() {
+    let invalid = Invocation::new("req-invalid", http_event("invalid"));
+    let api = FakeRuntimeApi::start(vec![
+        invalid.clone(),
+        Invocation::new("req-fine", http_event("fine")),
+    ]);
+
+    let _ = serve(&api, |request: Request| async move {
+        let mut response = Response::new(Body::from("the real answer"));
+        if request.body().as_ref() == b"invalid" {
+            let value = lambda_http::http::HeaderValue::from_bytes(b"caf\xe9").unwrap();
+            response.headers_mut().insert("x-bytes", value);
+        }
+        response
+    })
+    .await;
+
+    let failed = api.next_post();
+    assert_eq!(failed.path, "/2018-06-01/runtime/invocation/req-invalid/error");
+    assert_eq!(
+        failed.body,
+        json!({
+            "errorType": "Runtime.InvalidResponse",
+            "errorMessage": "the response header x-bytes has a value that is not UTF-8, which the front door's JSON cannot carry",
+        })
+    );
+    assert_eq!(
+        failed.header("lambda-runtime-function-error-type"),
+        Some("Runtime.InvalidResponse")
+    );
+    assert_eq!(
+        failed.header("lambda-runtime-invocation-id"),
+        invalid.invocation_id.as_deref()
+    );
+    let fine = api.next_post();
+    assert_eq!(fine.path, "/2018-06-01/runtime/invocation/req-fine/response");
+    assert_eq!(fine.body["body"], "the real answer");
+}
+
+#[tokio::test]
 async fn an_invocation_without_a_deadline_is_reported_and_the_next_one_served() {
     let api = FakeRuntimeApi::start(vec![
         Invocation::new("req-no-deadline", http_event("x")).without_deadline(),

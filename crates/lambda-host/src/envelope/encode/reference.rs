@@ -1,6 +1,6 @@
 //! The encoder that filled `aws_lambda_events`' response types and
-//! serialized them with serde_json, kept as it was: the reference the
-//! encoder is held to (`tests.rs`).
+//! serialized them with serde_json: the reference the encoder is held to
+//! (`tests.rs`).
 
 use lambda_http::aws_lambda_events::alb::AlbTargetGroupResponse;
 use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
@@ -10,13 +10,10 @@ use lambda_http::{Body, Response};
 
 use super::super::RequestOrigin;
 
-/// The front door's JSON for `response`, in the shape `lambda_http` gives
-/// it. The body goes as it is: text as text, bytes in base64 (flagged
-/// `isBase64Encoded`), none as empty text (`lambda_http` decides between
-/// text and base64 by the `Content-Type` instead). The loop calls it on
-/// every answer; a function's tests call it to see the JSON a front door
-/// gets from their handler.
-pub(super) fn encode(origin: RequestOrigin, response: Response<Body>) -> Vec<u8> {
+/// The front door's JSON for `response`: the response types filled and
+/// serialized; an error where their header serializers refuse a value
+/// that is not UTF-8.
+pub(super) fn encode(origin: RequestOrigin, response: Response<Body>) -> serde_json::Result<Vec<u8>> {
     let (parts, body) = response.into_parts();
     let status_code = i64::from(parts.status.as_u16());
     let (body, is_base64_encoded) = match body {
@@ -77,9 +74,6 @@ pub(super) fn encode(origin: RequestOrigin, response: Response<Body>) -> Vec<u8>
     }
 }
 
-/// The answers are plain structs of strings, numbers and header maps,
-/// which cannot fail to serialize; the fallback keeps the loop free of
-/// panics regardless.
-fn to_json<T: serde::Serialize>(answer: &T) -> Vec<u8> {
-    serde_json::to_vec(answer).unwrap_or_else(|_| b"{}".to_vec())
+fn to_json<T: serde::Serialize>(answer: &T) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(answer)
 }

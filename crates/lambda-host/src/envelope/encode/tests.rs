@@ -50,18 +50,58 @@ impl Answer {
     }
 }
 
-/// Both encoders' bytes for every front door, compared.
+/// Both encoders' bytes for every front door, compared; or both refuse.
 fn assert_same(case: &str, answer: &Answer) {
     for origin in ORIGINS {
-        let ours = encode(origin, answer.response());
-        let theirs = reference::encode(origin, answer.response());
-        assert_eq!(
-            String::from_utf8_lossy(&ours),
-            String::from_utf8_lossy(&theirs),
-            "{case}, {origin:?}"
-        );
-        assert_eq!(ours, theirs, "{case}, {origin:?}");
+        match (
+            encode(origin, answer.response()),
+            reference::encode(origin, answer.response()),
+        ) {
+            (Ok(ours), Ok(theirs)) => {
+                assert_eq!(
+                    String::from_utf8_lossy(&ours),
+                    String::from_utf8_lossy(&theirs),
+                    "{case}, {origin:?}"
+                );
+                assert_eq!(ours, theirs, "{case}, {origin:?}");
+            }
+            (Err(_), Err(_)) => {}
+            (ours, theirs) => panic!("{case}, {origin:?}: ours {ours:?}, the reference's {theirs:?}"),
+        }
     }
+}
+
+/// `answer` refused for `origin` by both encoders, the error naming the
+/// header `x-bytes` and not its value.
+fn assert_refused(origin: RequestOrigin, case: &str, answer: &Answer) {
+    let refused = encode(origin, answer.response())
+        .map(|json| String::from_utf8_lossy(&json).into_owned())
+        .expect_err(case);
+    let message = refused.to_string();
+    assert!(message.contains("x-bytes"), "{case}: {message}");
+    assert!(!message.contains("caf"), "{case}: {message}");
+    assert!(
+        reference::encode(origin, answer.response()).is_err(),
+        "{case}: the reference"
+    );
+}
+
+/// A header value that is not UTF-8, between two that are.
+fn not_utf8_first() -> Answer {
+    Answer::new(
+        200,
+        &[("x-before", b"1"), ("x-bytes", b"caf\xe9"), ("x-after", b"2")],
+        text("hello"),
+    )
+}
+
+/// A header's second value that is not UTF-8.
+fn not_utf8_later() -> Answer {
+    Answer::new(
+        200,
+        &[("x-bytes", b"cafe"), ("x-bytes", b"caf\xe9")],
+        text("hello"),
+    )
 }
 
 fn text(value: &str) -> Body {
@@ -229,11 +269,45 @@ fn each_front_doors_json_is_the_response_types_as_serde_json_writes_them() {
 }
 
 #[test]
-fn a_header_value_that_is_not_utf8_makes_the_answer_empty_as_serde_did() {
-    let answer = Answer::new(200, &[("x-bytes", b"caf\xe9")], text("hello"));
-    for origin in ORIGINS {
-        assert_eq!(encode(origin, answer.response()), b"{}", "{origin:?}");
-    }
+fn an_http_apis_answer_with_a_header_value_that_is_not_utf8_is_refused() {
+    assert_refused(RequestOrigin::ApiGatewayV2, "a first value", &not_utf8_first());
+    // Only a header's first value goes in `headers`, as in `lambda_http`'s.
+    let later =
+        encode(RequestOrigin::ApiGatewayV2, not_utf8_later().response()).expect("a later value is left out");
+    assert!(String::from_utf8_lossy(&later).contains(r#""headers":{"x-bytes":"cafe"}"#));
+}
+
+#[test]
+fn an_http_apis_cookie_that_is_not_visible_ascii_goes_empty_and_the_answer_is_kept() {
+    let answer = Answer::new(
+        200,
+        &[
+            ("set-cookie", b"a=caf\xe9"),
+            ("set-cookie", "b=é".as_bytes()),
+            ("set-cookie", b"c=3"),
+        ],
+        text("hello"),
+    );
+    let json = encode(RequestOrigin::ApiGatewayV2, answer.response()).expect("the answer is kept");
+    assert!(String::from_utf8_lossy(&json).contains(r#""cookies":["","","c=3"]"#));
+}
+
+#[test]
+fn a_rest_apis_answer_with_a_header_value_that_is_not_utf8_is_refused() {
+    assert_refused(RequestOrigin::ApiGatewayV1, "a first value", &not_utf8_first());
+    assert_refused(RequestOrigin::ApiGatewayV1, "a later value", &not_utf8_later());
+}
+
+#[test]
+fn an_albs_answer_with_a_header_value_that_is_not_utf8_is_refused() {
+    assert_refused(RequestOrigin::Alb, "a first value", &not_utf8_first());
+    // `multiValueHeaders` holds every value.
+    assert_refused(RequestOrigin::Alb, "a later value", &not_utf8_later());
+}
+
+#[test]
+fn a_vpc_lattice_answer_with_a_header_value_that_is_not_utf8_is_refused() {
+    assert_refused(RequestOrigin::VpcLattice, "a first value", &not_utf8_first());
 }
 
 #[test]
@@ -244,7 +318,8 @@ fn an_http_apis_answer_reads_as_expected() {
         text("{\"id\":1}"),
     );
     assert_eq!(
-        String::from_utf8(encode(RequestOrigin::ApiGatewayV2, answer.response())).expect("UTF-8"),
+        String::from_utf8(encode(RequestOrigin::ApiGatewayV2, answer.response()).expect("encoded"))
+            .expect("UTF-8"),
         r#"{"statusCode":201,"headers":{"content-type":"application/json"},"multiValueHeaders":{},"body":"{\"id\":1}","isBase64Encoded":false,"cookies":["a=1"]}"#
     );
 }
@@ -291,14 +366,18 @@ proptest! {
     ) {
         let answer = Answer { status, headers, body };
         for origin in ORIGINS {
-            let ours = encode(origin, answer.response());
-            let theirs = reference::encode(origin, answer.response());
-            prop_assert_eq!(
-                String::from_utf8_lossy(&ours),
-                String::from_utf8_lossy(&theirs),
-                "{:?}", origin
-            );
-            prop_assert_eq!(ours, theirs);
+            match (encode(origin, answer.response()), reference::encode(origin, answer.response())) {
+                (Ok(ours), Ok(theirs)) => {
+                    prop_assert_eq!(
+                        String::from_utf8_lossy(&ours),
+                        String::from_utf8_lossy(&theirs),
+                        "{:?}", origin
+                    );
+                    prop_assert_eq!(ours, theirs);
+                }
+                (Err(_), Err(_)) => {}
+                (ours, theirs) => prop_assert!(false, "{:?}: ours {:?}, the reference's {:?}", origin, ours, theirs),
+            }
         }
     }
 }
