@@ -12,6 +12,7 @@
 //! (`stream.rs`).
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
 use std::pin::{Pin, pin};
@@ -79,8 +80,8 @@ pub(super) trait Answer: Call {
 pub(super) struct Answering<'a> {
     shared: &'a Shared,
     request_id: &'a str,
-    /// The invocation's headers, from `next`.
-    headers: &'a HeaderMap,
+    /// `Lambda-Runtime-Invocation-Id`, which the answer carries back.
+    invocation_id: Option<&'a HeaderValue>,
     origin: RequestOrigin,
     /// What the SERVER span says of the request, when it is sent.
     server: Option<&'a (Method, Option<ApiPath>, Option<String>)>,
@@ -251,7 +252,7 @@ where
         let ended = stream::answer(
             &answering.shared.api,
             answering.request_id,
-            answering.headers.get(INVOCATION_ID),
+            answering.invocation_id,
             response,
             answering.cut,
         )
@@ -293,22 +294,18 @@ pub(super) async fn serve<C: Answer>(
             _ = stopped.wait_for(|stopped| *stopped) => return Ok(()),
         };
         let _in_flight = shutdown::InFlight::new();
+        let given = Given::read(&headers);
         // Without its id an invocation cannot even be answered: Lambda broke
         // its own contract, and a fresh environment is the way out.
-        let Some(request_id) = headers
-            .get(REQUEST_ID)
+        let Some(request_id) = given
+            .request_id
             .and_then(|id| id.to_str().ok())
             .filter(|id| !id.is_empty())
         else {
             return Err("the Runtime API sent an invocation without a request id".into());
         };
-        let text = |name| {
-            headers
-                .get(name)
-                .map(|value| String::from_utf8_lossy(value.as_bytes()))
-        };
-        let trace_id = text(TRACE_ID);
-        let tenant_id = text(TENANT_ID);
+        let trace_id = given.trace_id.map(lossy);
+        let tenant_id = given.tenant_id.map(lossy);
         // Lines written while this invocation is served and answered carry
         // its ids, as its request line does (the trace id's root, the id
         // X-Ray shows). Opened inside the trace scope: spans under it are
@@ -325,7 +322,7 @@ pub(super) async fn serve<C: Answer>(
         // anywhere fails this invocation, and the worker serves on. Its SDK
         // requests carry its trace header and, when sampled, it sends its
         // spans (`trace/`).
-        let deadline_ms = deadline_ms(&headers);
+        let deadline_ms = given.deadline_ms.and_then(deadline_ms);
         // The loop's cut, for the service and for the work behind it.
         let cut = deadline_ms.and_then(|ms| deadline::before(ms, BACKSTOP_MARGIN));
         let invocation = trace::scope(trace_id.as_deref(), async {
@@ -333,7 +330,7 @@ pub(super) async fn serve<C: Answer>(
             let at = Deadline { ms: deadline_ms, cut };
             let answer = invoke(
                 &shared,
-                &headers,
+                &given,
                 request_id,
                 at,
                 &payload,
@@ -357,7 +354,7 @@ pub(super) async fn serve<C: Answer>(
                 };
                 (Err(diagnostic), span)
             });
-        let invocation_id = headers.get(INVOCATION_ID);
+        let invocation_id = given.invocation_id;
         match answer {
             Ok(Answered::Streamed) => {}
             Ok(Answered::Whole(body)) => {
@@ -384,7 +381,7 @@ pub(super) async fn serve<C: Answer>(
 /// One invocation: its answer, or why there is none.
 async fn invoke<C: Answer>(
     shared: &Shared,
-    headers: &HeaderMap,
+    given: &Given<'_>,
     request_id: &str,
     deadline: Deadline,
     payload: &[u8],
@@ -412,7 +409,7 @@ async fn invoke<C: Answer>(
     // At or before the handler's cut, which is the loop's moved by the
     // difference of their margins, unless the deadline is that close.
     anchor.hold(cut.and_then(|cut| cut.checked_sub(RESPONSE_MARGIN - BACKSTOP_MARGIN)));
-    let context = context(&shared.context, request_id, deadline_ms, headers).map_err(|err| {
+    let context = context(&shared.context, request_id, deadline_ms, given).map_err(|err| {
         failed(
             "Runtime.InvalidInvocation",
             format!("invalid invocation headers: {err}"),
@@ -422,7 +419,7 @@ async fn invoke<C: Answer>(
         .map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
     let mut request = decoded.request;
     // As `lambda_http` sets it, for code that forwards it downstream.
-    if let Some(value) = x_amzn_trace_id(headers, context.xray_trace_id.as_deref()) {
+    if let Some(value) = x_amzn_trace_id(given.trace_id, context.xray_trace_id.as_deref()) {
         request.headers_mut().insert(X_AMZN_TRACE_ID, value);
     }
     let request = request.with_lambda_context(context);
@@ -440,7 +437,7 @@ async fn invoke<C: Answer>(
     let answering = Answering {
         shared,
         request_id,
-        headers,
+        invocation_id: given.invocation_id,
         origin: decoded.origin,
         server: server.as_ref(),
         cut,
@@ -496,38 +493,87 @@ impl Anchor {
     }
 }
 
-/// The invocation's `Context`, as `Context::new` makes it from `headers`,
-/// whose deadline is `deadline` (`Context::new` panics without one). The headers are looked up
-/// by their names' constants: `Context::new` looks them up by strings,
-/// which `HeaderMap` parses and checks each time (six lookups, about 4 K
-/// instructions an invocation). What takes more than a copy (a client
-/// context or a Cognito identity, JSON to read; a function ARN that is not
-/// visible ASCII, an error) is left to `Context::new`.
-fn context(
-    template: &Context,
-    request_id: &str,
-    deadline: u64,
-    headers: &HeaderMap,
-) -> Result<Context, Error> {
-    let arn = headers.get(INVOKED_FUNCTION_ARN).map(HeaderValue::to_str);
-    let (Some(Ok(arn)), false, false) = (
-        arn,
-        headers.contains_key(CLIENT_CONTEXT),
-        headers.contains_key(COGNITO_IDENTITY),
+/// The Runtime API's headers of one invocation, found in one pass over
+/// its few: a lookup by name hashes the name, and an invocation made nine.
+/// Each is the first value of its name, as `HeaderMap::get` gives it.
+struct Given<'h> {
+    all: &'h HeaderMap,
+    request_id: Option<&'h HeaderValue>,
+    deadline_ms: Option<&'h HeaderValue>,
+    invoked_function_arn: Option<&'h HeaderValue>,
+    trace_id: Option<&'h HeaderValue>,
+    tenant_id: Option<&'h HeaderValue>,
+    invocation_id: Option<&'h HeaderValue>,
+    client_context: Option<&'h HeaderValue>,
+    cognito_identity: Option<&'h HeaderValue>,
+}
+
+impl<'h> Given<'h> {
+    fn read(all: &'h HeaderMap) -> Self {
+        let mut given = Self {
+            all,
+            request_id: None,
+            deadline_ms: None,
+            invoked_function_arn: None,
+            trace_id: None,
+            tenant_id: None,
+            invocation_id: None,
+            client_context: None,
+            cognito_identity: None,
+        };
+        for (name, value) in all {
+            let slot = if name == REQUEST_ID {
+                &mut given.request_id
+            } else if name == DEADLINE_MS {
+                &mut given.deadline_ms
+            } else if name == INVOKED_FUNCTION_ARN {
+                &mut given.invoked_function_arn
+            } else if name == TRACE_ID {
+                &mut given.trace_id
+            } else if name == TENANT_ID {
+                &mut given.tenant_id
+            } else if name == INVOCATION_ID {
+                &mut given.invocation_id
+            } else if name == CLIENT_CONTEXT {
+                &mut given.client_context
+            } else if name == COGNITO_IDENTITY {
+                &mut given.cognito_identity
+            } else {
+                continue;
+            };
+            slot.get_or_insert(value);
+        }
+        given
+    }
+}
+
+/// A header's value as text, as `lambda_runtime` reads the trace and
+/// tenant ids.
+fn lossy(value: &HeaderValue) -> Cow<'_, str> {
+    String::from_utf8_lossy(value.as_bytes())
+}
+
+/// The invocation's `Context`, as `Context::new` makes it from the same
+/// headers, whose deadline is `deadline` (`Context::new` panics without
+/// one). `Context::new` looks its headers up by strings, which `HeaderMap`
+/// parses and checks each time (six lookups, about 4 K instructions an
+/// invocation). What takes more than a copy (a client context or a Cognito
+/// identity, JSON to read; a function ARN that is not visible ASCII, an
+/// error) is left to `Context::new`.
+fn context(template: &Context, request_id: &str, deadline: u64, given: &Given<'_>) -> Result<Context, Error> {
+    let (Some(Ok(arn)), None, None) = (
+        given.invoked_function_arn.map(HeaderValue::to_str),
+        given.client_context,
+        given.cognito_identity,
     ) else {
-        return Context::new(request_id, template.env_config.clone(), headers);
-    };
-    let text = |name| {
-        headers
-            .get(name)
-            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        return Context::new(request_id, template.env_config.clone(), given.all);
     };
     let mut context = template.clone();
     context.request_id = request_id.to_owned();
     context.deadline = deadline;
     context.invoked_function_arn = arn.to_owned();
-    context.xray_trace_id = text(TRACE_ID);
-    context.tenant_id = text(TENANT_ID);
+    context.xray_trace_id = given.trace_id.map(|value| lossy(value).into_owned());
+    context.tenant_id = given.tenant_id.map(|value| lossy(value).into_owned());
     Ok(context)
 }
 
@@ -535,9 +581,9 @@ fn context(
 /// context's trace id (`Lambda-Runtime-Trace-Id`, read lossily as UTF-8):
 /// the Runtime API's value itself, shared rather than copied, when the id
 /// is its bytes, as it is unless they are not UTF-8.
-fn x_amzn_trace_id(headers: &HeaderMap, trace_id: Option<&str>) -> Option<HeaderValue> {
+fn x_amzn_trace_id(given: Option<&HeaderValue>, trace_id: Option<&str>) -> Option<HeaderValue> {
     let trace_id = trace_id?;
-    match headers.get(TRACE_ID) {
+    match given {
         Some(value) if value.as_bytes() == trace_id.as_bytes() => Some(value.clone()),
         _ => HeaderValue::from_str(trace_id).ok(),
     }
@@ -579,8 +625,8 @@ struct Deadline {
 }
 
 /// `Lambda-Runtime-Deadline-Ms`, when it is a number.
-fn deadline_ms(headers: &HeaderMap) -> Option<u64> {
-    headers.get(DEADLINE_MS)?.to_str().ok()?.parse().ok()
+fn deadline_ms(value: &HeaderValue) -> Option<u64> {
+    value.to_str().ok()?.parse().ok()
 }
 
 /// Tasks spawned with [`spawn`] that have not ended, process-wide.
@@ -659,6 +705,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_runtime_apis_headers_are_each_the_first_value_of_their_name_as_get_gives_it() {
+        let names = [
+            REQUEST_ID,
+            DEADLINE_MS,
+            INVOKED_FUNCTION_ARN,
+            TRACE_ID,
+            TENANT_ID,
+            INVOCATION_ID,
+            CLIENT_CONTEXT,
+            COGNITO_IDENTITY,
+        ];
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        for (at, name) in names.iter().enumerate() {
+            headers.append(name, HeaderValue::from_str(&format!("first {at}")).unwrap());
+            headers.append(name, HeaderValue::from_str(&format!("second {at}")).unwrap());
+        }
+        let given = Given::read(&headers);
+        let read = [
+            given.request_id,
+            given.deadline_ms,
+            given.invoked_function_arn,
+            given.trace_id,
+            given.tenant_id,
+            given.invocation_id,
+            given.client_context,
+            given.cognito_identity,
+        ];
+        for (name, value) in names.iter().zip(read) {
+            assert_eq!(value, headers.get(name), "{name}");
+        }
+        let empty = HeaderMap::new();
+        let none = Given::read(&empty);
+        assert!(none.request_id.is_none() && none.deadline_ms.is_none() && none.invocation_id.is_none());
+    }
+
+    #[test]
     fn an_invocations_context_is_the_one_context_new_makes_from_its_headers() {
         let mut template = Context::default();
         template.env_config = Arc::new(lambda_http::lambda_runtime::Config {
@@ -706,7 +789,8 @@ mod tests {
             headers_with(&[("lambda-runtime-client-context", b"not json")]),
         ];
         for headers in &cases {
-            let ours = context(&template, "req-1", 1_700_000_000_000, headers).map_err(|err| err.to_string());
+            let ours = context(&template, "req-1", 1_700_000_000_000, &Given::read(headers))
+                .map_err(|err| err.to_string());
             let theirs =
                 Context::new("req-1", template.env_config.clone(), headers).map_err(|err| err.to_string());
             assert_eq!(ours, theirs, "for {headers:?}");
@@ -785,16 +869,15 @@ mod tests {
             b"Root=1-\xe9;Sampled=0",
             b"Root=1-\xc3\xa9",
         ] {
-            let mut headers = HeaderMap::new();
-            headers.insert(TRACE_ID, HeaderValue::from_bytes(raw).unwrap());
+            let given = HeaderValue::from_bytes(raw).unwrap();
             let trace_id = String::from_utf8_lossy(raw);
             assert_eq!(
-                x_amzn_trace_id(&headers, Some(&trace_id)),
+                x_amzn_trace_id(Some(&given), Some(&trace_id)),
                 HeaderValue::from_str(&trace_id).ok(),
                 "{trace_id}"
             );
         }
-        assert_eq!(x_amzn_trace_id(&HeaderMap::new(), None), None);
+        assert_eq!(x_amzn_trace_id(None, None), None);
     }
 
     #[tokio::test]
