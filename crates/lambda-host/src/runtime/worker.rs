@@ -333,7 +333,7 @@ pub(super) async fn serve<C: Answer>(
                 &given,
                 request_id,
                 at,
-                &payload,
+                payload,
                 &mut service,
                 &mut anchor,
             )
@@ -384,7 +384,7 @@ async fn invoke<C: Answer>(
     given: &Given<'_>,
     request_id: &str,
     deadline: Deadline,
-    payload: &[u8],
+    payload: Bytes,
     service: &mut C,
     anchor: &mut Anchor,
 ) -> Result<Answered, Diagnostic> {
@@ -415,8 +415,12 @@ async fn invoke<C: Answer>(
             format!("invalid invocation headers: {err}"),
         )
     })?;
-    let decoded = envelope::decode_with(payload, shared.stage)
+    let decoded = envelope::decode_with(&payload, shared.stage)
         .map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
+    // The request holds copies of what it keeps; the event's bytes, a
+    // slice of the Runtime API connection's read buffer, would otherwise
+    // hold that buffer until the answer is posted.
+    drop(payload);
     let mut request = decoded.request;
     // As `lambda_http` sets it, for code that forwards it downstream.
     if let Some(value) = x_amzn_trace_id(given.trace_id, context.xray_trace_id.as_deref()) {
