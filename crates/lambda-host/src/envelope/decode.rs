@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use base64::Engine;
 use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
-use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyRequestContext, ApiGatewayV2httpRequestContext};
+use lambda_http::aws_lambda_events::apigw::ApiGatewayProxyRequestContext;
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::aws_lambda_events::vpc_lattice::VpcLatticeRequestV2Context;
 use lambda_http::http::header::{COOKIE, HOST, HeaderMap, HeaderName, HeaderValue};
@@ -17,6 +17,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
 use url::Url;
 
+use super::context;
 use super::irregular::{MAX_HEADER_NAMES, Unsupported, UnsupportedEvent, bare};
 use super::read::{self, Members, QueryStyle, Read, Refused, Text};
 use super::{ApiPath, Decoded, RequestOrigin, SetAside};
@@ -43,14 +44,7 @@ pub(crate) enum Stage {
 /// [`decode`], with the stage as the environment asked: what the loop calls
 /// on every event.
 pub(crate) fn decode_with(payload: &[u8], stage: Stage) -> Result<Decoded, UnsupportedEvent> {
-    let members = read::members(payload).map_err(|err| {
-        UnsupportedEvent(if err.is_data() {
-            // JSON, but not an object.
-            Unsupported::NotAFrontDoor
-        } else {
-            Unsupported::NotJson(err)
-        })
-    })?;
+    let members = read::members(payload).map_err(UnsupportedEvent)?;
     let (mut request, origin, repairs) = front_door(&members, stage).map_err(UnsupportedEvent)?;
     let path = ApiPath::of(&request);
     let extensions = request.extensions_mut();
@@ -69,11 +63,6 @@ fn front_door(
     members: &Members<'_>,
     stage: Stage,
 ) -> Result<(Request, RequestOrigin, SetAside), Unsupported> {
-    // A repeated member that the door's first reading looked at.
-    if members.http_method.repeated() || members.headers.repeated() || members.multi_value_headers.repeated()
-    {
-        return Err(Unsupported::NotAFrontDoor);
-    }
     let names = members
         .headers
         .names()
@@ -127,7 +116,7 @@ enum Door {
 /// `ApiGatewayV2httpRequest` reads it.
 fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
-    let mut context: ApiGatewayV2httpRequestContext = event.request_context.owned()?;
+    let mut context = context::http_api(event)?;
     for member in [
         event.kind,
         event.method_arn,
