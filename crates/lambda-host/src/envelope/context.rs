@@ -6,13 +6,16 @@
 //! or number there (an authorizer, a context that is not an object) is
 //! read by `serde_json` from its slice, as the type reads it.
 
+use std::collections::HashMap;
+
 use lambda_http::aws_lambda_events::apigw::{
+    ApiGatewayProxyRequestContext, ApiGatewayRequestAuthorizer, ApiGatewayRequestIdentity,
     ApiGatewayV2httpRequestContext, ApiGatewayV2httpRequestContextHttpDescription,
 };
 use lambda_http::http::Method;
 use serde::de::DeserializeOwned;
 
-use super::json::{self, Fields, Scanner, Str};
+use super::json::{self, Fields, Scanner, Str, Value};
 use super::read::{Members, Read, Refused};
 
 /// `ApiGatewayV2httpRequestContext`, which requires `http`.
@@ -61,8 +64,8 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
     context.domain_name = string(domain_name)?;
     context.domain_prefix = string(domain_prefix)?;
     context.time = string(time)?;
-    context.time_epoch = time_epoch.map_or(Ok(0), integer)?;
-    context.http = http_description(http.ok_or(Refused)?)?;
+    context.time_epoch = integer(time_epoch)?;
+    context.http = http_description(http.ok_or(Refused)?.text)?;
     context.authentication = optional(authentication)?;
     Ok(context)
 }
@@ -97,13 +100,144 @@ fn http_description(text: &str) -> Read<ApiGatewayV2httpRequestContextHttpDescri
     Ok(http)
 }
 
+/// `ApiGatewayProxyRequestContext`, which requires `httpMethod`.
+pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContext> {
+    let text = event.request_context.required_text()?;
+    let mut account_id = None;
+    let mut resource_id = None;
+    let mut operation_name = None;
+    let mut stage = None;
+    let mut domain_name = None;
+    let mut domain_prefix = None;
+    let mut request_id = None;
+    let mut protocol = None;
+    let mut identity = None;
+    let mut resource_path = None;
+    let mut path = None;
+    let mut authorizer = None;
+    let mut http_method_field = None;
+    let mut request_time = None;
+    let mut request_time_epoch = None;
+    let mut api_id = None;
+    let object = fields(text, Some(&event.context_fields), |key, value| {
+        let slot = match key {
+            b"accountId" => &mut account_id,
+            b"resourceId" => &mut resource_id,
+            b"operationName" => &mut operation_name,
+            b"stage" => &mut stage,
+            b"domainName" => &mut domain_name,
+            b"domainPrefix" => &mut domain_prefix,
+            b"requestId" => &mut request_id,
+            b"protocol" => &mut protocol,
+            b"identity" => &mut identity,
+            b"resourcePath" => &mut resource_path,
+            b"path" => &mut path,
+            b"authorizer" => &mut authorizer,
+            b"httpMethod" => &mut http_method_field,
+            b"requestTime" => &mut request_time,
+            b"requestTimeEpoch" => &mut request_time_epoch,
+            b"apiId" => &mut api_id,
+            _ => return Ok(()),
+        };
+        once(slot, value)
+    })?;
+    if !object {
+        return by_serde(text);
+    }
+    let mut context = ApiGatewayProxyRequestContext::default();
+    context.account_id = string(account_id)?;
+    context.resource_id = string(resource_id)?;
+    context.operation_name = string(operation_name)?;
+    context.stage = string(stage)?;
+    context.domain_name = string(domain_name)?;
+    context.domain_prefix = string(domain_prefix)?;
+    context.request_id = string(request_id)?;
+    context.protocol = string(protocol)?;
+    context.identity = identity.map_or(Ok(ApiGatewayRequestIdentity::default()), rest_identity)?;
+    context.resource_path = string(resource_path)?;
+    context.path = string(path)?;
+    context.authorizer = rest_authorizer(authorizer)?;
+    context.http_method = http_method(http_method_field.ok_or(Refused)?)?;
+    context.request_time = string(request_time)?;
+    context.request_time_epoch = integer(request_time_epoch)?;
+    context.apiid = string(api_id)?;
+    Ok(context)
+}
+
+/// `ApiGatewayRequestIdentity`: strings only.
+fn rest_identity(value: Value<'_>) -> Read<ApiGatewayRequestIdentity> {
+    let mut slots: [Option<Value<'_>>; 13] = [None; 13];
+    let object = fields(value.text, None, |key, value| {
+        let at = match key {
+            b"cognitoIdentityPoolId" => 0,
+            b"accountId" => 1,
+            b"cognitoIdentityId" => 2,
+            b"caller" => 3,
+            b"apiKey" => 4,
+            b"apiKeyId" => 5,
+            b"accessKey" => 6,
+            b"sourceIp" => 7,
+            b"cognitoAuthenticationType" => 8,
+            b"cognitoAuthenticationProvider" => 9,
+            b"userArn" => 10,
+            b"userAgent" => 11,
+            b"user" => 12,
+            _ => return Ok(()),
+        };
+        slots.get_mut(at).map_or(Ok(()), |slot| once(slot, value))
+    })?;
+    if !object {
+        return by_serde(value.text);
+    }
+    let [
+        cognito_identity_pool_id,
+        account_id,
+        cognito_identity_id,
+        caller,
+        api_key,
+        api_key_id,
+        access_key,
+        source_ip,
+        cognito_authentication_type,
+        cognito_authentication_provider,
+        user_arn,
+        user_agent,
+        user,
+    ] = slots;
+    let mut identity = ApiGatewayRequestIdentity::default();
+    identity.cognito_identity_pool_id = string(cognito_identity_pool_id)?;
+    identity.account_id = string(account_id)?;
+    identity.cognito_identity_id = string(cognito_identity_id)?;
+    identity.caller = string(caller)?;
+    identity.api_key = string(api_key)?;
+    identity.api_key_id = string(api_key_id)?;
+    identity.access_key = string(access_key)?;
+    identity.source_ip = string(source_ip)?;
+    identity.cognito_authentication_type = string(cognito_authentication_type)?;
+    identity.cognito_authentication_provider = string(cognito_authentication_provider)?;
+    identity.user_arn = string(user_arn)?;
+    identity.user_agent = string(user_agent)?;
+    identity.user = string(user)?;
+    Ok(identity)
+}
+
+/// `deserialize_authorizer_fields`: an optional map, whose members are
+/// the authorizer's fields.
+fn rest_authorizer(value: Option<Value<'_>>) -> Read<ApiGatewayRequestAuthorizer> {
+    let mut authorizer = ApiGatewayRequestAuthorizer::default();
+    if let Some(fields) = optional::<HashMap<String, serde_json::Value>>(value)? {
+        authorizer.fields = fields;
+    }
+    Ok(authorizer)
+}
+
 /// Each member of an object, its key as `serde` matches it against a
 /// type's fields; `Ok(false)` if `text` is not an object. `scanned` are
 /// its members if the event's scan kept them all.
 fn fields<'a>(
     text: &'a str,
     scanned: Option<&Fields<'a>>,
-    mut each: impl FnMut(&[u8], &'a str) -> Read<()>,
+    mut each: impl FnMut(&[u8], Value<'a>) -> Read<()>,
 ) -> Read<bool> {
     if let Some(scanned) = scanned.and_then(Fields::all) {
         for (key, value) in scanned {
@@ -117,13 +251,17 @@ fn fields<'a>(
     }
     let mut first = true;
     while let Some(key) = scan.key(&mut first).map_err(|_| Refused)? {
-        let value = scan.value().map_err(|_| Refused)?.ok_or(Refused)?;
+        let value = scan.field().map_err(|_| Refused)?.ok_or(Refused)?;
         field(key, value, &mut each)?;
     }
     Ok(true)
 }
 
-fn field<'a>(key: Str<'a>, value: &'a str, each: &mut impl FnMut(&[u8], &'a str) -> Read<()>) -> Read<()> {
+fn field<'a>(
+    key: Str<'a>,
+    value: Value<'a>,
+    each: &mut impl FnMut(&[u8], Value<'a>) -> Read<()>,
+) -> Read<()> {
     match key.plain() {
         Some(plain) => each(plain, value),
         // A key with escapes, unescaped; one that is no `str` (a lone
@@ -133,7 +271,7 @@ fn field<'a>(key: Str<'a>, value: &'a str, each: &mut impl FnMut(&[u8], &'a str)
 }
 
 /// A known field seen once; twice, the type refuses it.
-fn once<'a>(slot: &mut Option<&'a str>, value: &'a str) -> Read<()> {
+fn once<'a>(slot: &mut Option<Value<'a>>, value: Value<'a>) -> Read<()> {
     match slot.replace(value) {
         None => Ok(()),
         Some(_) => Err(Refused),
@@ -141,10 +279,15 @@ fn once<'a>(slot: &mut Option<&'a str>, value: &'a str) -> Read<()> {
 }
 
 /// `#[serde(default)] Option<String>`.
-fn string(value: Option<&str>) -> Read<Option<String>> {
+fn string(value: Option<Value<'_>>) -> Read<Option<String>> {
     match value {
-        None | Some("null") => Ok(None),
-        Some(text) => json::string_text(text)
+        None => Ok(None),
+        Some(Value {
+            text,
+            plain_string: true,
+        }) => Ok(text.get(1..text.len().saturating_sub(1)).map(str::to_owned)),
+        Some(Value { text: "null", .. }) => Ok(None),
+        Some(Value { text, .. }) => json::string_text(text)
             .map(|text| Some(text.into_owned()))
             .ok_or(Refused),
     }
@@ -152,7 +295,10 @@ fn string(value: Option<&str>) -> Read<Option<String>> {
 
 /// `#[serde(default)] i64`: digits alone are read here; anything else
 /// (a sign, a fraction, `null`) as `serde_json` reads it.
-fn integer(text: &str) -> Read<i64> {
+fn integer(value: Option<Value<'_>>) -> Read<i64> {
+    let Some(Value { text, .. }) = value else {
+        return Ok(0);
+    };
     if text.len() <= 18 && text.bytes().all(|byte| byte.is_ascii_digit()) {
         return text.parse().map_err(|_| Refused);
     }
@@ -160,8 +306,8 @@ fn integer(text: &str) -> Read<i64> {
 }
 
 /// `http_method::deserialize`: a string, the empty one GET.
-fn http_method(text: &str) -> Read<Method> {
-    let text = json::string_text(text).ok_or(Refused)?;
+fn http_method(value: Value<'_>) -> Read<Method> {
+    let text = json::string_text(value.text).ok_or(Refused)?;
     if text.is_empty() {
         return Ok(Method::GET);
     }
@@ -169,8 +315,8 @@ fn http_method(text: &str) -> Read<Method> {
 }
 
 /// An `Option` of a type read by `serde_json`: absent is `None`.
-fn optional<T: DeserializeOwned>(value: Option<&str>) -> Read<Option<T>> {
-    value.map_or(Ok(None), by_serde)
+fn optional<T: DeserializeOwned>(value: Option<Value<'_>>) -> Read<Option<T>> {
+    value.map_or(Ok(None), |value| by_serde(value.text))
 }
 
 fn by_serde<T: DeserializeOwned>(text: &str) -> Read<T> {

@@ -8,7 +8,6 @@ use std::borrow::Cow;
 
 use base64::Engine;
 use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
-use lambda_http::aws_lambda_events::apigw::ApiGatewayProxyRequestContext;
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::aws_lambda_events::vpc_lattice::VpcLatticeRequestV2Context;
 use lambda_http::http::header::{COOKIE, HOST, HeaderMap, HeaderName, HeaderValue};
@@ -215,7 +214,7 @@ fn joined(cookies: &[Text<'_>]) -> String {
 /// reads it.
 fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
-    let mut context: ApiGatewayProxyRequestContext = event.request_context.owned()?;
+    let mut context = context::rest_api(event)?;
     event.resource.string_or_null()?;
     let raw_path = event.path.text_or_null()?;
     let method = event.http_method.method()?.ok_or(Refused)?;

@@ -77,11 +77,20 @@ struct Span {
     key: (u32, u32),
     key_escaped: bool,
     value: (u32, u32),
+    value_plain: bool,
+}
+
+/// A member's value as scanned: its text, and whether it is a string
+/// without escapes (its text between the quotes is the string).
+#[derive(Clone, Copy)]
+pub(super) struct Value<'a> {
+    pub(super) text: &'a str,
+    pub(super) plain_string: bool,
 }
 
 impl<'a> Fields<'a> {
     /// The members, if all of them are here.
-    pub(super) fn all(&self) -> Option<impl Iterator<Item = (Str<'a>, &'a str)> + '_> {
+    pub(super) fn all(&self) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
         let text = self.text.filter(|_| self.whole)?;
         let range = |(from, to): (u32, u32)| from as usize..to as usize;
         Some(self.spans.get(..self.len)?.iter().map(move |span| {
@@ -92,7 +101,11 @@ impl<'a> Fields<'a> {
                 whole: Some(text),
                 from: key.start,
             };
-            (key, text.get(range(span.value)).unwrap_or_default())
+            let value = Value {
+                text: text.get(range(span.value)).unwrap_or_default(),
+                plain_string: span.value_plain,
+            };
+            (key, value)
         }))
     }
 }
@@ -200,7 +213,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// The next byte that is not JSON whitespace, not taken.
-    #[inline]
+    #[inline(always)]
     pub(super) fn peek(&mut self) -> Option<u8> {
         match self.byte()? {
             // Every byte that starts a token is above a space.
@@ -210,6 +223,20 @@ impl<'a> Scanner<'a> {
     }
 
     fn after_blanks(&mut self) -> Option<u8> {
+        // An indented event's line break and spaces: the spaces eight at a
+        // time, the first byte that is not one found by its bits.
+        if self.byte() == Some(b'\n') {
+            self.at += 1;
+            while let Some(eight) = self.bytes.get(self.at..self.at + 8)
+                && let Ok(eight) = <[u8; 8]>::try_from(eight)
+            {
+                let not_spaces = u64::from_le_bytes(eight) ^ u64::from_le_bytes([b' '; 8]);
+                self.at += (not_spaces.trailing_zeros() / 8) as usize;
+                if not_spaces != 0 {
+                    break;
+                }
+            }
+        }
         while let Some(byte) = self.byte() {
             if !matches!(byte, b' ' | b'\n' | b'\t' | b'\r') {
                 return Some(byte);
@@ -219,7 +246,7 @@ impl<'a> Scanner<'a> {
         None
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, byte: u8) -> Scan<()> {
         if self.peek() != Some(byte) {
             return Err(Invalid);
@@ -247,7 +274,7 @@ impl<'a> Scanner<'a> {
 
     /// The next key of the object entered, with its colon taken; `None`
     /// at its end. `first` is true until the first key is read.
-    #[inline]
+    #[inline(always)]
     pub(super) fn key(&mut self, first: &mut bool) -> Scan<Option<Str<'a>>> {
         match self.peek() {
             Some(b'}') => {
@@ -310,7 +337,7 @@ impl<'a> Scanner<'a> {
         self.str_rest()
     }
 
-    #[inline]
+    #[inline(always)]
     fn str_rest(&mut self) -> Scan<Str<'a>> {
         let from = self.at;
         let escaped = self.string()?;
@@ -345,13 +372,12 @@ impl<'a> Scanner<'a> {
         let mut first = true;
         fields.whole = true;
         while let Some(key) = self.key(&mut first)? {
-            self.peek();
-            let value_from = self.at;
-            self.skip()?;
+            let (value_from, value_plain) = self.member_value()?;
             let span = Span {
                 key: (offset(key.from), offset(key.from + key.bytes.len())),
                 key_escaped: key.escaped,
                 value: (offset(value_from), offset(self.at)),
+                value_plain,
             };
             match fields.spans.get_mut(fields.len) {
                 Some(slot) if self.at <= u32::MAX as usize => {
@@ -362,6 +388,25 @@ impl<'a> Scanner<'a> {
             }
         }
         Ok(self.slice(from, self.at))
+    }
+
+    /// Skips a member's value: where it starts, and whether it is a
+    /// string without escapes.
+    fn member_value(&mut self) -> Scan<(usize, bool)> {
+        let first = self.peek();
+        let from = self.at;
+        if first == Some(b'"') {
+            self.at += 1;
+            return Ok((from, !self.string()?));
+        }
+        self.skip()?;
+        Ok((from, false))
+    }
+
+    /// The next member's value, for a reader that scans an object again.
+    pub(super) fn field(&mut self) -> Scan<Option<Value<'a>>> {
+        let (from, plain_string) = self.member_value()?;
+        Ok(self.slice(from, self.at).map(|text| Value { text, plain_string }))
     }
 
     /// A string's rest, after its opening quote, up to and with its
