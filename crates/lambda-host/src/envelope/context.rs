@@ -7,19 +7,25 @@
 //! read by `serde_json` from its slice, as the type reads it.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
 
 use lambda_http::aws_lambda_events::apigw::{
     ApiGatewayProxyRequestContext, ApiGatewayRequestAuthorizer, ApiGatewayRequestIdentity,
     ApiGatewayV2httpRequestContext, ApiGatewayV2httpRequestContextHttpDescription,
 };
 use lambda_http::http::Method;
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use super::json::{self, Fields, Scanner, Str, Value};
 use super::read::{Members, Read, Refused};
 
 /// `ApiGatewayV2httpRequestContext`, which requires `http`.
 pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestContext> {
+    if let Some(bytes) = event.request_context.garbled() {
+        return by_serde(bytes, CONTEXT);
+    }
     let text = event.request_context.required_text()?;
     let mut route_key = None;
     let mut account_id = None;
@@ -52,7 +58,7 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
         once(slot, value)
     })?;
     if !object {
-        return by_serde(text);
+        return by_serde(text.as_bytes(), CONTEXT);
     }
     let mut context = ApiGatewayV2httpRequestContext::default();
     context.route_key = string(route_key)?;
@@ -89,7 +95,7 @@ fn http_description(text: &str) -> Read<ApiGatewayV2httpRequestContextHttpDescri
         once(slot, value)
     })?;
     if !object {
-        return by_serde(text);
+        return by_serde(text.as_bytes(), IN_CONTEXT);
     }
     let mut http = ApiGatewayV2httpRequestContextHttpDescription::default();
     http.method = http_method(method.ok_or(Refused)?)?;
@@ -102,6 +108,9 @@ fn http_description(text: &str) -> Read<ApiGatewayV2httpRequestContextHttpDescri
 
 /// `ApiGatewayProxyRequestContext`, which requires `httpMethod`.
 pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContext> {
+    if let Some(bytes) = event.request_context.garbled() {
+        return by_serde(bytes, CONTEXT);
+    }
     let text = event.request_context.required_text()?;
     let mut account_id = None;
     let mut resource_id = None;
@@ -142,7 +151,7 @@ pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContex
         once(slot, value)
     })?;
     if !object {
-        return by_serde(text);
+        return by_serde(text.as_bytes(), CONTEXT);
     }
     let mut context = ApiGatewayProxyRequestContext::default();
     context.account_id = string(account_id)?;
@@ -187,7 +196,7 @@ fn rest_identity(value: Value<'_>) -> Read<ApiGatewayRequestIdentity> {
         slots.get_mut(at).map_or(Ok(()), |slot| once(slot, value))
     })?;
     if !object {
-        return by_serde(value.text);
+        return by_serde(value.text.as_bytes(), IN_CONTEXT);
     }
     let [
         cognito_identity_pool_id,
@@ -302,7 +311,7 @@ fn integer(value: Option<Value<'_>>) -> Read<i64> {
     if text.len() <= 18 && text.bytes().all(|byte| byte.is_ascii_digit()) {
         return text.parse().map_err(|_| Refused);
     }
-    by_serde(text)
+    by_serde(text.as_bytes(), 0)
 }
 
 /// `http_method::deserialize`: a string, the empty one GET.
@@ -314,11 +323,68 @@ fn http_method(value: Value<'_>) -> Read<Method> {
     Method::from_bytes(text.as_bytes()).map_err(|_| Refused)
 }
 
-/// An `Option` of a type read by `serde_json`: absent is `None`.
+/// An `Option` of a type read by `serde_json`: absent is `None`. Its
+/// value is a member of the request context's.
 fn optional<T: DeserializeOwned>(value: Option<Value<'_>>) -> Read<Option<T>> {
-    value.map_or(Ok(None), |value| by_serde(value.text))
+    value.map_or(Ok(None), |value| by_serde(value.text.as_bytes(), IN_CONTEXT))
 }
 
-fn by_serde<T: DeserializeOwned>(text: &str) -> Read<T> {
-    serde_json::from_str(text).map_err(|_| Refused)
+/// How many containers the type's own reading of the event has entered
+/// when it reads the request context, and a member of it: `serde_json`
+/// counts them towards its recursion limit.
+const CONTEXT: usize = 1;
+const IN_CONTEXT: usize = 2;
+
+/// A value read by `serde_json` as the type reads it inside the event:
+/// within `enclosing` containers, so that its recursion limit is met at
+/// the same depth. `bytes` need not be UTF-8 (no front door sends such):
+/// `serde_json` checks only the strings the type reads.
+fn by_serde<T: DeserializeOwned>(bytes: &[u8], enclosing: usize) -> Read<T> {
+    let mut within = Vec::with_capacity(bytes.len() + 2 * enclosing);
+    within.resize(enclosing, b'[');
+    within.extend_from_slice(bytes);
+    within.resize(within.len() + enclosing, b']');
+    let mut deserializer = serde_json::Deserializer::from_slice(&within);
+    let value = Within::<T> {
+        levels: enclosing,
+        value: PhantomData,
+    }
+    .deserialize(&mut deserializer)
+    .map_err(|_| Refused)?;
+    deserializer.end().map_err(|_| Refused)?;
+    Ok(value)
+}
+
+/// `T` inside `levels` one-element arrays.
+struct Within<T> {
+    levels: usize,
+    value: PhantomData<T>,
+}
+
+impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for Within<T> {
+    type Value = T;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+        match self.levels {
+            0 => T::deserialize(deserializer),
+            _ => deserializer.deserialize_seq(self),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for Within<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a value in an array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        let inner = Within {
+            levels: self.levels.saturating_sub(1),
+            value: PhantomData,
+        };
+        seq.next_element_seed(inner)?
+            .ok_or_else(|| de::Error::invalid_length(0, &"one element"))
+    }
 }

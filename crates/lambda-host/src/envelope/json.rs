@@ -123,31 +123,37 @@ pub(super) fn string_text(literal: &str) -> Option<Cow<'_, str>> {
 /// Escapes already checked by the scan, surrogates paired as
 /// `serde_json` requires of a `str`.
 fn unescaped(inner: &str) -> Option<String> {
+    let bytes = inner.as_bytes();
     let mut text = String::with_capacity(inner.len());
-    let mut rest = inner;
-    while let Some((plain, after)) = rest.split_once('\\') {
-        text.push_str(plain);
-        let (escape, after) = after.split_at_checked(1)?;
-        rest = after;
+    let mut from = 0;
+    while let Some(slash) = bytes
+        .get(from..)
+        .and_then(|rest| rest.iter().position(|&byte| byte == b'\\'))
+        .map(|at| from + at)
+    {
+        text.push_str(inner.get(from..slash)?);
+        let escape = bytes.get(slash + 1)?;
+        from = slash + 2;
         text.push(match escape {
-            "\"" => '"',
-            "\\" => '\\',
-            "/" => '/',
-            "b" => '\u{8}',
-            "f" => '\u{c}',
-            "n" => '\n',
-            "r" => '\r',
-            "t" => '\t',
-            "u" => {
-                let (unit, after) = hex4(rest)?;
-                rest = after;
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = hex4(inner.get(from..)?)?;
+                from += 4;
                 match unit {
                     0xD800..=0xDBFF => {
-                        let (low, after) = rest.strip_prefix("\\u").and_then(hex4)?;
-                        if !(0xDC00..=0xDFFF).contains(&low) {
-                            return None;
-                        }
-                        rest = after;
+                        let low = inner
+                            .get(from..)?
+                            .strip_prefix("\\u")
+                            .and_then(hex4)
+                            .filter(|low| (0xDC00..=0xDFFF).contains(low))?;
+                        from += 6;
                         let high = u32::from(unit - 0xD800) << 10;
                         char::from_u32((high | u32::from(low - 0xDC00)) + 0x1_0000)?
                     }
@@ -158,18 +164,18 @@ fn unescaped(inner: &str) -> Option<String> {
             _ => return None,
         });
     }
-    text.push_str(rest);
+    text.push_str(inner.get(from..)?);
     Some(text)
 }
 
-fn hex4(text: &str) -> Option<(u16, &str)> {
-    let (digits, rest) = text.split_at_checked(4)?;
-    let unit = u16::from_str_radix(digits, 16).ok()?;
+/// The code unit of four hex digits that start `text`.
+fn hex4(text: &str) -> Option<u16> {
+    let digits = text.get(..4)?;
     // `from_str_radix` takes a sign; JSON does not.
-    digits
-        .bytes()
-        .all(|byte| byte.is_ascii_hexdigit())
-        .then_some((unit, rest))
+    if !digits.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return None;
+    }
+    u16::from_str_radix(digits, 16).ok()
 }
 
 /// What a scanned value is, by its first byte.
@@ -218,6 +224,11 @@ impl<'a> Scanner<'a> {
         match self.byte()? {
             // Every byte that starts a token is above a space.
             byte if byte > b' ' => Some(byte),
+            // The one space after a colon.
+            b' ' if self.bytes.get(self.at + 1).is_some_and(|&next| next > b' ') => {
+                self.at += 1;
+                self.byte()
+            }
             _ => self.after_blanks(),
         }
     }
@@ -360,14 +371,17 @@ impl<'a> Scanner<'a> {
 
     /// The next value, checked, its text; if it is an object, its members
     /// kept in `fields`.
-    pub(super) fn value_into(&mut self, fields: &mut Fields<'a>) -> Scan<Option<&'a str>> {
+    /// Its bytes come too, for a value that is not UTF-8.
+    pub(super) fn value_into(&mut self, fields: &mut Fields<'a>) -> Scan<(Option<&'a str>, &'a [u8])> {
         fields.whole = false;
         fields.len = 0;
         fields.text = self.text;
-        if self.peek() != Some(b'{') || self.text.is_none() {
-            return self.value();
-        }
+        self.peek();
         let from = self.at;
+        if self.byte() != Some(b'{') || self.text.is_none() {
+            let text = self.value()?;
+            return Ok((text, self.bytes.get(from..self.at).unwrap_or_default()));
+        }
         self.at += 1;
         let mut first = true;
         fields.whole = true;
@@ -387,7 +401,7 @@ impl<'a> Scanner<'a> {
                 _ => fields.whole = false,
             }
         }
-        Ok(self.slice(from, self.at))
+        Ok((self.slice(from, self.at), &[]))
     }
 
     /// Skips a member's value: where it starts, and whether it is a

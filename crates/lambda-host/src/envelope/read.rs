@@ -28,6 +28,8 @@ use super::json::{self, Fields, Invalid, Kind, Scan, Scanner};
 #[derive(Clone, Copy, Default)]
 pub(super) struct Member<'a> {
     raw: Option<&'a str>,
+    /// Its bytes, when it is not UTF-8.
+    bytes: &'a [u8],
     /// There, but not UTF-8: every type that reads it refuses it.
     garbled: bool,
     repeated: bool,
@@ -78,6 +80,12 @@ impl<'a> Member<'a> {
             return Err(Refused);
         }
         Ok(self.raw)
+    }
+
+    /// The bytes of a member that is not UTF-8, which a type whose fields
+    /// skip what they do not read may still take.
+    pub(super) fn garbled(self) -> Option<&'a [u8]> {
+        (self.garbled && !self.repeated).then_some(self.bytes)
     }
 
     /// The text of a member the type requires.
@@ -149,7 +157,10 @@ impl<'a> Member<'a> {
     /// An owned value of `aws_lambda_events` (a request context) that the
     /// request keeps.
     pub(super) fn owned<T: DeserializeOwned>(self) -> Read<T> {
-        self.required()
+        match self.garbled() {
+            Some(bytes) => serde_json::from_slice(bytes).map_err(|_| Refused),
+            None => self.required(),
+        }
     }
 
     /// `aws_lambda_events`' `http_method`: a string, the empty one GET.
@@ -346,9 +357,10 @@ fn scan_members(payload: &[u8]) -> Scan<Members<'_>> {
             b"stageVariables" => &mut members.stage_variables,
             b"requestContext" => {
                 let slot = &mut members.request_context;
-                let raw = scan.value_into(&mut members.context_fields)?;
+                let (raw, bytes) = scan.value_into(&mut members.context_fields)?;
                 slot.repeated |= slot.present();
                 slot.raw = raw;
+                slot.bytes = bytes;
                 slot.garbled = raw.is_none();
                 continue;
             }
