@@ -39,6 +39,7 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
     let mut time_epoch = None;
     let mut http = None;
     let mut authentication = None;
+    let scanned = event.context_fields.all().is_some();
     let object = fields(text, Some(&event.context_fields), |key, value| {
         let slot = match key {
             b"routeKey" => &mut route_key,
@@ -71,19 +72,25 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
     context.domain_prefix = string(domain_prefix)?;
     context.time = string(time)?;
     context.time_epoch = integer(time_epoch)?;
-    context.http = http_description(http.ok_or(Refused)?.text)?;
+    let http = http.ok_or(Refused)?;
+    // Kept by the event's scan if it is the context's own `http`.
+    let kept = scanned.then_some(&event.context_fields);
+    context.http = http_description(http.text, kept)?;
     context.authentication = optional(authentication)?;
     Ok(context)
 }
 
 /// `ApiGatewayV2httpRequestContextHttpDescription`, which requires `method`.
-fn http_description(text: &str) -> Read<ApiGatewayV2httpRequestContextHttpDescription> {
+fn http_description(
+    text: &str,
+    kept: Option<&Fields<'_>>,
+) -> Read<ApiGatewayV2httpRequestContextHttpDescription> {
     let mut method = None;
     let mut path = None;
     let mut protocol = None;
     let mut source_ip = None;
     let mut user_agent = None;
-    let object = fields(text, None, |key, value| {
+    let object = fields_of(text, kept.and_then(Fields::http), |key, value| {
         let slot = match key {
             b"method" => &mut method,
             b"path" => &mut path,
@@ -246,9 +253,17 @@ fn rest_authorizer(value: Option<Value<'_>>) -> Read<ApiGatewayRequestAuthorizer
 fn fields<'a>(
     text: &'a str,
     scanned: Option<&Fields<'a>>,
+    each: impl FnMut(&[u8], Value<'a>) -> Read<()>,
+) -> Read<bool> {
+    fields_of(text, scanned.and_then(Fields::all), each)
+}
+
+fn fields_of<'a>(
+    text: &'a str,
+    scanned: Option<impl Iterator<Item = (Str<'a>, Value<'a>)>>,
     mut each: impl FnMut(&[u8], Value<'a>) -> Read<()>,
 ) -> Read<bool> {
-    if let Some(scanned) = scanned.and_then(Fields::all) {
+    if let Some(scanned) = scanned {
         for (key, value) in scanned {
             field(key, value, &mut each)?;
         }

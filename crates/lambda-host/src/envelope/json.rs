@@ -60,16 +60,68 @@ const FIELDS: usize = 32;
 
 /// An object's members as the event's one scan found them, so that a
 /// type's reader need not scan the object again: where each key and value
-/// is in the text, a few bytes each.
+/// is in the text, a few bytes each. The members of its `http`, an HTTP
+/// API's context's one object, are kept too.
 #[derive(Default)]
 pub(super) struct Fields<'a> {
     /// The text they are in; `None` if it is not UTF-8 (nothing is kept).
     text: Option<&'a str>,
-    spans: [Span; FIELDS],
+    members: Spans<FIELDS>,
+    http: Spans<8>,
+}
+
+/// Where an object's members are; `whole` if all of them are there: the
+/// object had at most `N`.
+#[derive(Clone, Copy)]
+struct Spans<const N: usize> {
+    spans: [Span; N],
     len: usize,
-    /// All of them are here: the value was an object of at most
-    /// [`FIELDS`] members.
     whole: bool,
+}
+
+impl<const N: usize> Default for Spans<N> {
+    fn default() -> Self {
+        Self {
+            spans: [Span::default(); N],
+            len: 0,
+            whole: false,
+        }
+    }
+}
+
+impl<'a> Fields<'a> {
+    /// The members, if all of them are here.
+    pub(super) fn all(&self) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
+        self.members_of(&self.members)
+    }
+
+    /// The members of the object's `http`, if it is one and all of them
+    /// are here.
+    pub(super) fn http(&self) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
+        self.members_of(&self.http)
+    }
+
+    fn members_of<'s, const N: usize>(
+        &'s self,
+        spans: &'s Spans<N>,
+    ) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + 's> {
+        let text = self.text.filter(|_| spans.whole)?;
+        let range = |(from, to): (u32, u32)| from as usize..to as usize;
+        Some(spans.spans.get(..spans.len)?.iter().map(move |span| {
+            let key = range(span.key);
+            let key = Str {
+                bytes: text.as_bytes().get(key.clone()).unwrap_or_default(),
+                escaped: span.key_escaped,
+                whole: Some(text),
+                from: key.start,
+            };
+            let value = Value {
+                text: text.get(range(span.value)).unwrap_or_default(),
+                plain_string: span.value_plain,
+            };
+            (key, value)
+        }))
+    }
 }
 
 #[derive(Clone, Copy, Default)]
@@ -88,28 +140,6 @@ pub(super) struct Value<'a> {
     pub(super) plain_string: bool,
 }
 
-impl<'a> Fields<'a> {
-    /// The members, if all of them are here.
-    pub(super) fn all(&self) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
-        let text = self.text.filter(|_| self.whole)?;
-        let range = |(from, to): (u32, u32)| from as usize..to as usize;
-        Some(self.spans.get(..self.len)?.iter().map(move |span| {
-            let key = range(span.key);
-            let key = Str {
-                bytes: text.as_bytes().get(key.clone()).unwrap_or_default(),
-                escaped: span.key_escaped,
-                whole: Some(text),
-                from: key.start,
-            };
-            let value = Value {
-                text: text.get(range(span.value)).unwrap_or_default(),
-                plain_string: span.value_plain,
-            };
-            (key, value)
-        }))
-    }
-}
-
 /// A string's text, `"` and all, as `serde_json` reads it into a `str`.
 pub(super) fn string_text(literal: &str) -> Option<Cow<'_, str>> {
     let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
@@ -126,11 +156,13 @@ fn unescaped(inner: &str) -> Option<String> {
     let bytes = inner.as_bytes();
     let mut text = String::with_capacity(inner.len());
     let mut from = 0;
-    while let Some(slash) = bytes
-        .get(from..)
-        .and_then(|rest| rest.iter().position(|&byte| byte == b'\\'))
-        .map(|at| from + at)
-    {
+    loop {
+        // The scan found no quote or control character in it: the run
+        // ends at a backslash or at the end.
+        let slash = from + plain_len(bytes.get(from..)?);
+        if slash >= bytes.len() {
+            break;
+        }
         text.push_str(inner.get(from..slash)?);
         let escape = bytes.get(slash + 1)?;
         from = slash + 2;
@@ -363,18 +395,23 @@ impl<'a> Scanner<'a> {
     /// The next value whatever it is, checked; its text, or `None` if it
     /// is not UTF-8.
     pub(super) fn value(&mut self) -> Scan<Option<&'a str>> {
-        self.peek();
+        let first = self.peek();
         let from = self.at;
-        self.skip()?;
+        // A string, the most common value, without the nesting's stack.
+        if first == Some(b'"') {
+            self.at += 1;
+            self.string()?;
+        } else {
+            self.skip()?;
+        }
         Ok(self.slice(from, self.at))
     }
 
     /// The next value, checked, its text; if it is an object, its members
-    /// kept in `fields`.
-    /// Its bytes come too, for a value that is not UTF-8.
+    /// kept in `fields`. Its bytes come too, for a value that is not UTF-8.
     pub(super) fn value_into(&mut self, fields: &mut Fields<'a>) -> Scan<(Option<&'a str>, &'a [u8])> {
-        fields.whole = false;
-        fields.len = 0;
+        fields.members.whole = false;
+        fields.http.whole = false;
         fields.text = self.text;
         self.peek();
         let from = self.at;
@@ -382,26 +419,49 @@ impl<'a> Scanner<'a> {
             let text = self.value()?;
             return Ok((text, self.bytes.get(from..self.at).unwrap_or_default()));
         }
-        self.at += 1;
+        self.members_into(&mut fields.members, Some((b"http", &mut fields.http)))?;
+        Ok((self.slice(from, self.at), &[]))
+    }
+
+    /// An object's members into `spans`; those of the one member `nested`
+    /// names into the spans it gives.
+    fn members_into<const N: usize, const M: usize>(
+        &mut self,
+        spans: &mut Spans<N>,
+        mut nested: Option<(&[u8], &mut Spans<M>)>,
+    ) -> Scan<()> {
+        self.take(b'{')?;
+        spans.len = 0;
+        spans.whole = true;
         let mut first = true;
-        fields.whole = true;
         while let Some(key) = self.key(&mut first)? {
-            let (value_from, value_plain) = self.member_value()?;
+            let inner = match nested.as_mut() {
+                Some((name, inner)) if key.plain() == Some(*name) && self.peek() == Some(b'{') => Some(inner),
+                _ => None,
+            };
+            let (value_from, value_plain) = match inner {
+                Some(inner) => {
+                    let from = self.at;
+                    self.members_into(inner, None::<(&[u8], &mut Spans<0>)>)?;
+                    (from, false)
+                }
+                None => self.member_value()?,
+            };
             let span = Span {
                 key: (offset(key.from), offset(key.from + key.bytes.len())),
                 key_escaped: key.escaped,
                 value: (offset(value_from), offset(self.at)),
                 value_plain,
             };
-            match fields.spans.get_mut(fields.len) {
+            match spans.spans.get_mut(spans.len) {
                 Some(slot) if self.at <= u32::MAX as usize => {
                     *slot = span;
-                    fields.len += 1;
+                    spans.len += 1;
                 }
-                _ => fields.whole = false,
+                _ => spans.whole = false,
             }
         }
-        Ok((self.slice(from, self.at), &[]))
+        Ok(())
     }
 
     /// Skips a member's value: where it starts, and whether it is a
