@@ -5,6 +5,7 @@
 //! borrowed slices of the payload, copying only what the request keeps.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use base64::Engine;
 use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
@@ -181,11 +182,13 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     {
         headers.insert(COOKIE, value);
     }
-    let extensions = Extensions::new()
-        .with_raw_http_path(raw_path)
-        .with_query_string_parameters(query_string_parameters)
-        .with_path_parameters(path_parameters)
-        .with_stage_variables(stage_variables);
+    let extensions = with_api_maps(
+        Extensions::new()
+            .with_raw_http_path(raw_path)
+            .with_query_string_parameters(query_string_parameters),
+        path_parameters,
+        stage_variables,
+    );
     let method = context.http.method.clone();
     repairs.note(&location);
     let body = body_of(body, is_base64_encoded, repairs);
@@ -196,6 +199,26 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         body,
         extensions.with_request_context(RequestContext::ApiGatewayV2(context)),
     ))
+}
+
+/// API Gateway's path parameters and stage variables. An empty map is
+/// left out: `lambda_http`'s accessors read one as absent
+/// (`path_parameters_ref` is `None`, `path_parameters` empty) and its
+/// extension types are private to it, so a request reads the same and
+/// saves two boxed maps.
+fn with_api_maps(
+    extensions: Extensions,
+    path_parameters: HashMap<String, String>,
+    stage_variables: HashMap<String, String>,
+) -> Extensions {
+    let mut extensions = extensions;
+    if !path_parameters.is_empty() {
+        extensions = extensions.with_path_parameters(path_parameters);
+    }
+    if !stage_variables.is_empty() {
+        extensions = extensions.with_stage_variables(stage_variables);
+    }
+    extensions
 }
 
 /// The cookies as one `Cookie` header, as `lambda_http` joins them.
@@ -247,12 +270,14 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         forget_host(&mut headers);
         context.domain_name = None;
     }
-    let extensions = Extensions::new()
-        .with_raw_http_path(raw_path)
-        .with_query_string_parameters(parameters)
-        .with_path_parameters(path_parameters)
-        .with_stage_variables(stage_variables)
-        .with_request_context(RequestContext::ApiGatewayV1(context));
+    let extensions = with_api_maps(
+        Extensions::new()
+            .with_raw_http_path(raw_path)
+            .with_query_string_parameters(parameters),
+        path_parameters,
+        stage_variables,
+    )
+    .with_request_context(RequestContext::ApiGatewayV1(context));
     repairs.note(&location);
     let body = body_of(body, is_base64_encoded, repairs);
     Ok(request(method, location.uri, headers, body, extensions))
