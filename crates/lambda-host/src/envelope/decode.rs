@@ -44,7 +44,8 @@ pub(crate) enum Stage {
 /// [`decode`], with the stage as the environment asked: what the loop calls
 /// on every event.
 pub(crate) fn decode_with(payload: &[u8], stage: Stage) -> Result<Decoded, UnsupportedEvent> {
-    let members = read::members(payload).map_err(UnsupportedEvent)?;
+    let mut members = Members::default();
+    read::members(payload, &mut members).map_err(UnsupportedEvent)?;
     let (mut request, origin, repairs) = front_door(&members, stage).map_err(UnsupportedEvent)?;
     let path = ApiPath::of(&request);
     let extensions = request.extensions_mut();

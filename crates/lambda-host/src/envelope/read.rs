@@ -295,8 +295,9 @@ pub(super) enum QueryStyle {
 /// Reads the event once, with [`json::Scanner`]. An event it finds
 /// invalid is read again by `serde_json` as `lambda_http`'s first reading
 /// took it ([`Shape`]), for that reading's refusal and its error's words.
-pub(super) fn members(payload: &[u8]) -> Result<Members<'_>, Unsupported> {
-    scan_members(payload).map_err(|Invalid| match serde_json::from_slice::<Shape>(payload) {
+/// `members` is filled in place: it is large, and a move is a copy.
+pub(super) fn members<'a>(payload: &'a [u8], members: &mut Members<'a>) -> Result<(), Unsupported> {
+    scan_members(payload, members).map_err(|Invalid| match serde_json::from_slice::<Shape>(payload) {
         Err(err) if !err.is_data() => Unsupported::NotJson(err),
         // JSON, but not an object, or an object with a repeated member
         // that the first reading refuses.
@@ -304,9 +305,8 @@ pub(super) fn members(payload: &[u8]) -> Result<Members<'_>, Unsupported> {
     })
 }
 
-fn scan_members(payload: &[u8]) -> Scan<Members<'_>> {
+fn scan_members<'a>(payload: &'a [u8], members: &mut Members<'a>) -> Scan<()> {
     let mut scan = Scanner::new(payload);
-    let mut members = Members::default();
     if !scan.object()? {
         return Err(Invalid);
     }
@@ -378,7 +378,7 @@ fn scan_members(payload: &[u8]) -> Scan<Members<'_>> {
         slot.garbled = raw.is_none();
     }
     scan.end()?;
-    Ok(members)
+    Ok(())
 }
 
 /// The members `lambda_http`'s first reading of an event took, as it took
