@@ -90,7 +90,7 @@ fn http_description(
     let mut protocol = None;
     let mut source_ip = None;
     let mut user_agent = None;
-    let object = fields_of(text, kept.and_then(Fields::http), |key, value| {
+    let object = fields_of(text, kept.and_then(|kept| kept.nested(b"http")), |key, value| {
         let slot = match key {
             b"method" => &mut method,
             b"path" => &mut path,
@@ -135,6 +135,7 @@ pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContex
     let mut request_time = None;
     let mut request_time_epoch = None;
     let mut api_id = None;
+    let scanned = event.context_fields.all().is_some();
     let object = fields(text, Some(&event.context_fields), |key, value| {
         let slot = match key {
             b"accountId" => &mut account_id,
@@ -169,7 +170,11 @@ pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContex
     context.domain_prefix = string(domain_prefix)?;
     context.request_id = string(request_id)?;
     context.protocol = string(protocol)?;
-    context.identity = identity.map_or(Ok(ApiGatewayRequestIdentity::default()), rest_identity)?;
+    let kept = scanned.then_some(&event.context_fields);
+    context.identity = match identity {
+        None => ApiGatewayRequestIdentity::default(),
+        Some(identity) => rest_identity(identity, kept)?,
+    };
     context.resource_path = string(resource_path)?;
     context.path = string(path)?;
     context.authorizer = rest_authorizer(authorizer)?;
@@ -180,10 +185,12 @@ pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContex
     Ok(context)
 }
 
-/// `ApiGatewayRequestIdentity`: strings only.
-fn rest_identity(value: Value<'_>) -> Read<ApiGatewayRequestIdentity> {
+/// `ApiGatewayRequestIdentity`: strings only. `kept`: the context's
+/// members as the event's scan kept them.
+fn rest_identity<'a>(value: Value<'a>, kept: Option<&Fields<'a>>) -> Read<ApiGatewayRequestIdentity> {
     let mut slots: [Option<Value<'_>>; 13] = [None; 13];
-    let object = fields(value.text, None, |key, value| {
+    let scanned = kept.and_then(|kept| kept.nested(b"identity"));
+    let object = fields_of(value.text, scanned, |key, value| {
         let at = match key {
             b"cognitoIdentityPoolId" => 0,
             b"accountId" => 1,

@@ -60,15 +60,21 @@ const FIELDS: usize = 32;
 
 /// An object's members as the event's one scan found them, so that a
 /// type's reader need not scan the object again: where each key and value
-/// is in the text, a few bytes each. The members of its `http`, an HTTP
-/// API's context's one object, are kept too.
+/// is in the text, a few bytes each. The members of one object in it are
+/// kept too: an HTTP API context's `http`, a REST API context's
+/// `identity`.
 #[derive(Default)]
 pub(super) struct Fields<'a> {
     /// The text they are in; `None` if it is not UTF-8 (nothing is kept).
     text: Option<&'a str>,
     members: Spans<FIELDS>,
-    http: Spans<8>,
+    nested: Spans<24>,
+    /// Which member `nested` holds; empty if none.
+    nested_key: &'static [u8],
 }
+
+/// The members whose objects [`Fields`] keeps, the first one found.
+const NESTED: [&[u8]; 2] = [b"http", b"identity"];
 
 /// Where an object's members are; `whole` if all of them are there: the
 /// object had at most `N`.
@@ -95,10 +101,10 @@ impl<'a> Fields<'a> {
         self.members_of(&self.members)
     }
 
-    /// The members of the object's `http`, if it is one and all of them
-    /// are here.
-    pub(super) fn http(&self) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
-        self.members_of(&self.http)
+    /// The members of the object's member `key` (one of [`NESTED`]), if
+    /// it is an object and all of them are here.
+    pub(super) fn nested(&self, key: &[u8]) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
+        self.members_of(&self.nested).filter(|_| self.nested_key == key)
     }
 
     fn members_of<'s, const N: usize>(
@@ -411,7 +417,8 @@ impl<'a> Scanner<'a> {
     /// kept in `fields`. Its bytes come too, for a value that is not UTF-8.
     pub(super) fn value_into(&mut self, fields: &mut Fields<'a>) -> Scan<(Option<&'a str>, &'a [u8])> {
         fields.members.whole = false;
-        fields.http.whole = false;
+        fields.nested.whole = false;
+        fields.nested_key = b"";
         fields.text = self.text;
         self.peek();
         let from = self.at;
@@ -419,16 +426,19 @@ impl<'a> Scanner<'a> {
             let text = self.value()?;
             return Ok((text, self.bytes.get(from..self.at).unwrap_or_default()));
         }
-        self.members_into(&mut fields.members, Some((b"http", &mut fields.http)))?;
+        self.members_into(
+            &mut fields.members,
+            Some((&mut fields.nested, &mut fields.nested_key)),
+        )?;
         Ok((self.slice(from, self.at), &[]))
     }
 
-    /// An object's members into `spans`; those of the one member `nested`
-    /// names into the spans it gives.
+    /// An object's members into `spans`; those of the first member named
+    /// in [`NESTED`] whose value is an object into `nested`, and its name.
     fn members_into<const N: usize, const M: usize>(
         &mut self,
         spans: &mut Spans<N>,
-        mut nested: Option<(&[u8], &mut Spans<M>)>,
+        mut nested: Option<(&mut Spans<M>, &mut &'static [u8])>,
     ) -> Scan<()> {
         self.take(b'{')?;
         spans.len = 0;
@@ -436,13 +446,19 @@ impl<'a> Scanner<'a> {
         let mut first = true;
         while let Some(key) = self.key(&mut first)? {
             let inner = match nested.as_mut() {
-                Some((name, inner)) if key.plain() == Some(*name) && self.peek() == Some(b'{') => Some(inner),
+                Some((inner, held)) if held.is_empty() && self.peek() == Some(b'{') => key
+                    .plain()
+                    .and_then(|plain| NESTED.into_iter().find(|name| *name == plain))
+                    .map(|name| {
+                        **held = name;
+                        inner
+                    }),
                 _ => None,
             };
             let (value_from, value_plain) = match inner {
                 Some(inner) => {
                     let from = self.at;
-                    self.members_into(inner, None::<(&[u8], &mut Spans<0>)>)?;
+                    self.members_into(inner, None::<(&mut Spans<0>, &mut &'static [u8])>)?;
                     (from, false)
                 }
                 None => self.member_value()?,

@@ -977,8 +977,8 @@ fn nesting_near_and_past_the_recursion_limit_is_read_as_before() {
 }
 
 /// A member given twice, at the top, in the headers, in the request
-/// context and in its `http`: the type that reads it refuses it, one
-/// that does not ignores it, as before.
+/// context and in its `http` or `identity`: the type that reads it
+/// refuses it, one that does not ignores it, as before.
 #[test]
 fn a_member_given_twice_is_refused_or_ignored_as_before() {
     for (name, event) in sample_events() {
@@ -999,12 +999,17 @@ fn a_member_given_twice_is_refused_or_ignored_as_before() {
                 }
             }
         }
-        if let Some(Value::Object(http)) = object
-            .get("requestContext")
-            .and_then(|context| context.get("http"))
-        {
-            for (key, value) in http {
-                keys.push((format!("\"http\": {{\"{key}\": {value}, "), format!("http.{key}")));
+        for inner in ["http", "identity"] {
+            if let Some(Value::Object(members)) = object
+                .get("requestContext")
+                .and_then(|context| context.get(inner))
+            {
+                for (key, value) in members {
+                    keys.push((
+                        format!("\"{inner}\": {{\"{key}\": {value}, "),
+                        format!("{inner}.{key}"),
+                    ));
+                }
             }
         }
         let compact = value.to_string();
