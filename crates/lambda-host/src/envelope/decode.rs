@@ -5,10 +5,10 @@
 //! borrowed slices of the payload, copying only what the request keeps.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use base64::Engine;
 use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
-use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyRequestContext, ApiGatewayV2httpRequestContext};
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::aws_lambda_events::vpc_lattice::VpcLatticeRequestV2Context;
 use lambda_http::http::header::{COOKIE, HOST, HeaderMap, HeaderName, HeaderValue};
@@ -17,6 +17,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
 use url::Url;
 
+use super::context;
 use super::irregular::{MAX_HEADER_NAMES, Unsupported, UnsupportedEvent, bare};
 use super::read::{self, Members, QueryStyle, Read, Refused, Text};
 use super::{ApiPath, Decoded, RequestOrigin, SetAside};
@@ -43,14 +44,8 @@ pub(crate) enum Stage {
 /// [`decode`], with the stage as the environment asked: what the loop calls
 /// on every event.
 pub(crate) fn decode_with(payload: &[u8], stage: Stage) -> Result<Decoded, UnsupportedEvent> {
-    let members = read::members(payload).map_err(|err| {
-        UnsupportedEvent(if err.is_data() {
-            // JSON, but not an object.
-            Unsupported::NotAFrontDoor
-        } else {
-            Unsupported::NotJson(err)
-        })
-    })?;
+    let mut members = Members::default();
+    read::members(payload, &mut members).map_err(UnsupportedEvent)?;
     let (mut request, origin, repairs) = front_door(&members, stage).map_err(UnsupportedEvent)?;
     let path = ApiPath::of(&request);
     let extensions = request.extensions_mut();
@@ -69,11 +64,6 @@ fn front_door(
     members: &Members<'_>,
     stage: Stage,
 ) -> Result<(Request, RequestOrigin, SetAside), Unsupported> {
-    // A repeated member that the door's first reading looked at.
-    if members.http_method.repeated() || members.headers.repeated() || members.multi_value_headers.repeated()
-    {
-        return Err(Unsupported::NotAFrontDoor);
-    }
     let names = members
         .headers
         .names()
@@ -127,7 +117,7 @@ enum Door {
 /// `ApiGatewayV2httpRequest` reads it.
 fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
-    let mut context: ApiGatewayV2httpRequestContext = event.request_context.owned()?;
+    let mut context = context::http_api(event)?;
     for member in [
         event.kind,
         event.method_arn,
@@ -193,11 +183,13 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     {
         headers.insert(COOKIE, value);
     }
-    let extensions = Extensions::new()
-        .with_raw_http_path(raw_path)
-        .with_query_string_parameters(query_string_parameters)
-        .with_path_parameters(path_parameters)
-        .with_stage_variables(stage_variables);
+    let extensions = with_api_maps(
+        Extensions::new()
+            .with_raw_http_path(raw_path)
+            .with_query_string_parameters(query_string_parameters),
+        path_parameters,
+        stage_variables,
+    );
     let method = context.http.method.clone();
     repairs.note(&location);
     let body = body_of(body, is_base64_encoded, repairs);
@@ -208,6 +200,26 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         body,
         extensions.with_request_context(RequestContext::ApiGatewayV2(context)),
     ))
+}
+
+/// API Gateway's path parameters and stage variables. An empty map is
+/// left out: `lambda_http`'s accessors read one as absent
+/// (`path_parameters_ref` is `None`, `path_parameters` empty) and its
+/// extension types are private to it, so a request reads the same and
+/// saves two boxed maps.
+fn with_api_maps(
+    extensions: Extensions,
+    path_parameters: HashMap<String, String>,
+    stage_variables: HashMap<String, String>,
+) -> Extensions {
+    let mut extensions = extensions;
+    if !path_parameters.is_empty() {
+        extensions = extensions.with_path_parameters(path_parameters);
+    }
+    if !stage_variables.is_empty() {
+        extensions = extensions.with_stage_variables(stage_variables);
+    }
+    extensions
 }
 
 /// The cookies as one `Cookie` header, as `lambda_http` joins them.
@@ -226,7 +238,7 @@ fn joined(cookies: &[Text<'_>]) -> String {
 /// reads it.
 fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
-    let mut context: ApiGatewayProxyRequestContext = event.request_context.owned()?;
+    let mut context = context::rest_api(event)?;
     event.resource.string_or_null()?;
     let raw_path = event.path.text_or_null()?;
     let method = event.http_method.method()?.ok_or(Refused)?;
@@ -259,12 +271,14 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         forget_host(&mut headers);
         context.domain_name = None;
     }
-    let extensions = Extensions::new()
-        .with_raw_http_path(raw_path)
-        .with_query_string_parameters(parameters)
-        .with_path_parameters(path_parameters)
-        .with_stage_variables(stage_variables)
-        .with_request_context(RequestContext::ApiGatewayV1(context));
+    let extensions = with_api_maps(
+        Extensions::new()
+            .with_raw_http_path(raw_path)
+            .with_query_string_parameters(parameters),
+        path_parameters,
+        stage_variables,
+    )
+    .with_request_context(RequestContext::ApiGatewayV1(context));
     repairs.note(&location);
     let body = body_of(body, is_base64_encoded, repairs);
     Ok(request(method, location.uri, headers, body, extensions))

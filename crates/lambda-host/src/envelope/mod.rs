@@ -19,9 +19,11 @@ use std::fmt;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
+mod context;
 mod decode;
 mod encode;
 mod irregular;
+mod json;
 mod read;
 
 pub use self::decode::decode;

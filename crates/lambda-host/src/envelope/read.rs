@@ -15,16 +15,23 @@ use bytes::Bytes;
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::http::Method;
 use lambda_http::http::header::{HeaderMap, HeaderName, HeaderValue};
-use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
+
+use super::irregular::Unsupported;
+use super::json::{self, Fields, Invalid, Kind, Scan, Scanner};
 
 /// A top-level member: its raw JSON text, and whether the key came more
 /// than once (serde refuses a repeated field of a type, and ignores a
 /// repeated unknown one: only the types that read it refuse the event).
 #[derive(Clone, Copy, Default)]
 pub(super) struct Member<'a> {
-    raw: Option<&'a RawValue>,
+    raw: Option<&'a str>,
+    /// Its bytes, when it is not UTF-8.
+    bytes: &'a [u8],
+    /// There, but not UTF-8: every type that reads it refuses it.
+    garbled: bool,
     repeated: bool,
 }
 
@@ -56,6 +63,8 @@ pub(super) struct Members<'a> {
     pub(super) is_base64_encoded_snake: Member<'a>,
     pub(super) headers: Headers<'a>,
     pub(super) multi_value_headers: Headers<'a>,
+    /// The request context's members, read with the event.
+    pub(super) context_fields: Fields<'a>,
 }
 
 /// A member's value is not what the type reading it takes: that type
@@ -67,25 +76,31 @@ pub(super) type Read<T> = Result<T, Refused>;
 
 impl<'a> Member<'a> {
     fn text(self) -> Read<Option<&'a str>> {
-        if self.repeated {
+        if self.repeated || self.garbled {
             return Err(Refused);
         }
-        Ok(self.raw.map(RawValue::get))
+        Ok(self.raw)
     }
 
-    /// Whether the key came more than once.
-    pub(super) fn repeated(self) -> bool {
-        self.repeated
+    /// The bytes of a member that is not UTF-8, which a type whose fields
+    /// skip what they do not read may still take.
+    pub(super) fn garbled(self) -> Option<&'a [u8]> {
+        (self.garbled && !self.repeated).then_some(self.bytes)
+    }
+
+    /// The text of a member the type requires.
+    pub(super) fn required_text(self) -> Read<&'a str> {
+        self.text()?.ok_or(Refused)
     }
 
     /// Whether the key is there, whatever its value (`null` too).
     pub(super) fn present(self) -> bool {
-        self.raw.is_some()
+        self.raw.is_some() || self.garbled
     }
 
     /// Whether the key is there with a value other than `null`.
     pub(super) fn given(self) -> bool {
-        self.raw.is_some_and(|raw| raw.get() != "null")
+        self.garbled || self.raw.is_some_and(|raw| raw != "null")
     }
 
     /// A string member as `Option<String>` reads it, borrowed from the
@@ -93,18 +108,9 @@ impl<'a> Member<'a> {
     pub(super) fn text_or_null(self) -> Read<Option<Text<'a>>> {
         match self.text()? {
             None | Some("null") => Ok(None),
-            // Already read as JSON: a string without a backslash is the
-            // text between its quotes.
-            Some(text) if text.starts_with('"') && !text.contains('\\') => Ok(text
-                .get(1..text.len().saturating_sub(1))
-                .map(|inner| Text(Cow::Borrowed(inner)))),
-            Some(text) if text.starts_with('"') => {
-                match text.get(1..text.len().saturating_sub(1)).and_then(unescaped) {
-                    Some(unescaped) => Ok(Some(Text(Cow::Owned(unescaped)))),
-                    None => self.optional(),
-                }
-            }
-            Some(_) => self.optional(),
+            Some(text) => json::string_text(text)
+                .map(|text| Some(Text(text)))
+                .ok_or(Refused),
         }
     }
 
@@ -127,8 +133,8 @@ impl<'a> Member<'a> {
     pub(super) fn string_or_null(self) -> Read<()> {
         match self.text()? {
             None | Some("null") => Ok(()),
-            Some(text) if text.starts_with('"') => Ok(()),
-            Some(_) => Err(Refused),
+            Some(text) if !text.contains('\\') && text.starts_with('"') => Ok(()),
+            Some(text) => json::string_text(text).map(drop).ok_or(Refused),
         }
     }
 
@@ -151,7 +157,10 @@ impl<'a> Member<'a> {
     /// An owned value of `aws_lambda_events` (a request context) that the
     /// request keeps.
     pub(super) fn owned<T: DeserializeOwned>(self) -> Read<T> {
-        self.required()
+        match self.garbled() {
+            Some(bytes) => serde_json::from_slice(bytes).map_err(|_| Refused),
+            None => self.required(),
+        }
     }
 
     /// `aws_lambda_events`' `http_method`: a string, the empty one GET.
@@ -194,32 +203,6 @@ impl<'a> Member<'a> {
     pub(super) fn string_map(self) -> Read<HashMap<String, String>> {
         self.nullish()
     }
-}
-
-/// The text between a JSON string's quotes, which the event's one reading
-/// found valid, unescaped into one `String` of its length; `None` on a
-/// `\u` escape, left to `serde_json` (which refuses a lone surrogate).
-fn unescaped(inner: &str) -> Option<String> {
-    let mut text = String::with_capacity(inner.len());
-    let mut rest = inner;
-    while let Some((plain, after)) = rest.split_once('\\') {
-        text.push_str(plain);
-        let mut chars = after.chars();
-        text.push(match chars.next()? {
-            '"' => '"',
-            '\\' => '\\',
-            '/' => '/',
-            'b' => '\u{8}',
-            'f' => '\u{c}',
-            'n' => '\n',
-            'r' => '\r',
-            't' => '\t',
-            _ => return None,
-        });
-        rest = chars.as_str();
-    }
-    text.push_str(rest);
-    Some(text)
 }
 
 fn query_map(text: &str, style: QueryStyle) -> Read<QueryMap> {
@@ -309,98 +292,159 @@ pub(super) enum QueryStyle {
     Map,
 }
 
-/// Reads the top-level object once: a syntax error anywhere is the same
-/// error `serde_json` gives for the whole payload.
-pub(super) fn members(payload: &[u8]) -> Result<Members<'_>, serde_json::Error> {
-    // UTF-8 checked once for the whole payload rather than string by
-    // string; a payload that is not UTF-8 (no front door sends one) is
-    // read as bytes, to be refused where the byte-wise reading refuses it.
-    match std::str::from_utf8(payload) {
-        Ok(text) => serde_json::from_str(text),
-        Err(_) => serde_json::from_slice(payload),
-    }
+/// Reads the event once, with [`json::Scanner`]. An event it finds
+/// invalid is read again by `serde_json` as `lambda_http`'s first reading
+/// took it ([`Shape`]), for that reading's refusal and its error's words.
+/// `members` is filled in place: it is large, and a move is a copy.
+pub(super) fn members<'a>(payload: &'a [u8], members: &mut Members<'a>) -> Result<(), Unsupported> {
+    scan_members(payload, members).map_err(|Invalid| match serde_json::from_slice::<Shape>(payload) {
+        Err(err) if !err.is_data() => Unsupported::NotJson(err),
+        // JSON, but not an object, or an object with a repeated member
+        // that the first reading refuses.
+        _ => Unsupported::NotAFrontDoor,
+    })
 }
 
-impl<'de> Deserialize<'de> for Members<'de> {
+fn scan_members<'a>(payload: &'a [u8], members: &mut Members<'a>) -> Scan<()> {
+    let mut scan = Scanner::new(payload);
+    if !scan.object()? {
+        return Err(Invalid);
+    }
+    let mut first = true;
+    while let Some(key) = scan.key(&mut first)? {
+        // The first reading reads the keys into `str`s.
+        let text;
+        let key = match key.plain() {
+            Some(plain) => plain,
+            None => {
+                text = key.text().ok_or(Invalid)?;
+                text.as_bytes()
+            }
+        };
+        let slot = match key {
+            b"headers" | b"multiValueHeaders" => {
+                let headers = if key == b"headers" {
+                    &mut members.headers
+                } else {
+                    &mut members.multi_value_headers
+                };
+                // The first reading's fields: repeated, it refuses.
+                if headers.present {
+                    return Err(Invalid);
+                }
+                *headers = scan_headers(&mut scan)?;
+                continue;
+            }
+            b"httpMethod" if members.http_method.present() => return Err(Invalid),
+            b"httpMethod" => &mut members.http_method,
+            b"method" => &mut members.method,
+            b"resource" => &mut members.resource,
+            b"path" => &mut members.path,
+            b"rawPath" => &mut members.raw_path,
+            b"raw_path" => &mut members.raw_path_snake,
+            b"rawQueryString" => &mut members.raw_query_string,
+            b"version" => &mut members.version,
+            b"routeKey" => &mut members.route_key,
+            b"type" => &mut members.kind,
+            b"methodArn" => &mut members.method_arn,
+            b"identitySource" => &mut members.identity_source,
+            b"authorizationToken" => &mut members.authorization_token,
+            b"cookies" => &mut members.cookies,
+            b"queryStringParameters" => &mut members.query_string_parameters,
+            b"query_string_parameters" => &mut members.query_string_parameters_snake,
+            b"multiValueQueryStringParameters" => &mut members.multi_value_query_string_parameters,
+            b"pathParameters" => &mut members.path_parameters,
+            b"stageVariables" => &mut members.stage_variables,
+            b"requestContext" => {
+                let slot = &mut members.request_context;
+                let (raw, bytes) = scan.value_into(&mut members.context_fields)?;
+                slot.repeated |= slot.present();
+                slot.raw = raw;
+                slot.bytes = bytes;
+                slot.garbled = raw.is_none();
+                continue;
+            }
+            b"body" => &mut members.body,
+            b"isBase64Encoded" => &mut members.is_base64_encoded,
+            b"is_base64_encoded" => &mut members.is_base64_encoded_snake,
+            _ => {
+                scan.value()?;
+                continue;
+            }
+        };
+        let raw = scan.value()?;
+        slot.repeated |= slot.present();
+        slot.raw = raw;
+        slot.garbled = raw.is_none();
+    }
+    scan.end()?;
+    Ok(())
+}
+
+/// The members `lambda_http`'s first reading of an event took, as it took
+/// them: the keys of the event and of its header members read into
+/// `str`s, a header member's own value read as any value.
+#[derive(Deserialize)]
+struct Shape {
+    #[serde(rename = "httpMethod")]
+    _http_method: Option<IgnoredAny>,
+    #[serde(default, rename = "headers")]
+    _headers: AnyValue,
+    #[serde(default, rename = "multiValueHeaders")]
+    _multi_value_headers: AnyValue,
+}
+
+#[derive(Default)]
+struct AnyValue;
+
+impl<'de> Deserialize<'de> for AnyValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_struct("Event", &[], MembersVisitor)
+        deserializer.deserialize_any(AnyValueVisitor)
     }
 }
 
-struct MembersVisitor;
+struct AnyValueVisitor;
 
-impl<'de> Visitor<'de> for MembersVisitor {
-    type Value = Members<'de>;
+impl<'de> Visitor<'de> for AnyValueVisitor {
+    type Value = AnyValue;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an event object")
+        f.write_str("any JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-        let mut members = Members::default();
-        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
-            let slot = match key.as_ref() {
-                "headers" => {
-                    take_headers(&mut members.headers, map.next_value()?);
-                    continue;
-                }
-                "multiValueHeaders" => {
-                    take_headers(&mut members.multi_value_headers, map.next_value()?);
-                    continue;
-                }
-                "httpMethod" => &mut members.http_method,
-                "method" => &mut members.method,
-                "resource" => &mut members.resource,
-                "path" => &mut members.path,
-                "rawPath" => &mut members.raw_path,
-                "raw_path" => &mut members.raw_path_snake,
-                "rawQueryString" => &mut members.raw_query_string,
-                "version" => &mut members.version,
-                "routeKey" => &mut members.route_key,
-                "type" => &mut members.kind,
-                "methodArn" => &mut members.method_arn,
-                "identitySource" => &mut members.identity_source,
-                "authorizationToken" => &mut members.authorization_token,
-                "cookies" => &mut members.cookies,
-                "queryStringParameters" => &mut members.query_string_parameters,
-                "query_string_parameters" => &mut members.query_string_parameters_snake,
-                "multiValueQueryStringParameters" => &mut members.multi_value_query_string_parameters,
-                "pathParameters" => &mut members.path_parameters,
-                "stageVariables" => &mut members.stage_variables,
-                "requestContext" => &mut members.request_context,
-                "body" => &mut members.body,
-                "isBase64Encoded" => &mut members.is_base64_encoded,
-                "is_base64_encoded" => &mut members.is_base64_encoded_snake,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                    continue;
-                }
-            };
-            let raw: &'de RawValue = map.next_value()?;
-            slot.repeated |= slot.raw.is_some();
-            slot.raw = Some(raw);
-        }
-        Ok(members)
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyValue, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(AnyValue)
     }
 
-    /// An array, which no front door sends: read as serde reads a struct
-    /// of three fields from one (the first reading took the method and
-    /// the two header members), so that it is refused with the same error.
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Members<'de>, A::Error> {
-        for read in 0..3 {
-            if seq.next_element::<IgnoredAny>()?.is_none() {
-                return Err(de::Error::invalid_length(read, &self));
-            }
-        }
-        Ok(Members::default())
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AnyValue, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(AnyValue)
     }
-}
 
-fn take_headers<'a>(slot: &mut Headers<'a>, headers: Headers<'a>) {
-    slot.repeated |= slot.present;
-    slot.present = true;
-    slot.names = headers.names;
-    slot.value = headers.value;
+    fn visit_unit<E>(self) -> Result<AnyValue, E> {
+        Ok(AnyValue)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<AnyValue, E> {
+        Ok(AnyValue)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<AnyValue, E> {
+        Ok(AnyValue)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<AnyValue, E> {
+        Ok(AnyValue)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<AnyValue, E> {
+        Ok(AnyValue)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<AnyValue, E> {
+        Ok(AnyValue)
+    }
 }
 
 /// A `headers` or `multiValueHeaders` member: its names and values as
@@ -409,7 +453,6 @@ fn take_headers<'a>(slot: &mut Headers<'a>, headers: Headers<'a>) {
 #[derive(Default)]
 pub(super) struct Headers<'a> {
     present: bool,
-    repeated: bool,
     names: usize,
     value: HeadersValue<'a>,
 }
@@ -443,11 +486,6 @@ impl<'a> Headers<'a> {
         self.names
     }
 
-    /// Whether the key came more than once.
-    pub(super) fn repeated(&self) -> bool {
-        self.repeated
-    }
-
     /// Whether `self`, a `headers` member, holds one by one the names and
     /// values of `multi`, a `multiValueHeaders` member: then merging the
     /// two maps gives the map of `self` (a name's last value, in the order
@@ -472,9 +510,6 @@ impl<'a> Headers<'a> {
     /// single value replaces the name's earlier ones, a list appends;
     /// `split` is VPC Lattice v1's comma-separated values.
     pub(super) fn map(&self, split: bool) -> Read<HeaderMap> {
-        if self.repeated {
-            return Err(Refused);
-        }
         let pairs = match &self.value {
             HeadersValue::Null => return Ok(HeaderMap::new()),
             HeadersValue::Other => return Err(Refused),
@@ -603,271 +638,128 @@ fn append_split(map: &mut HeaderMap, name: &HeaderName, value: &str, bytes: Byte
     Ok(())
 }
 
-impl<'de> Deserialize<'de> for Headers<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(HeadersVisitor)
-    }
-}
-
-struct HeadersVisitor;
-
-impl<'de> Visitor<'de> for HeadersVisitor {
-    type Value = Headers<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Headers<'de>, A::Error> {
-        // What a front door's request usually has, in one allocation.
-        let mut pairs = Vec::with_capacity(16);
-        while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
-            pairs.push((name, map.next_value::<HeaderItem<'de>>()?));
-        }
-        Ok(Headers {
-            names: pairs.len(),
-            value: HeadersValue::Object(pairs),
-            ..Headers::default()
-        })
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Headers<'de>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(other())
-    }
-
-    fn visit_unit<E>(self) -> Result<Headers<'de>, E> {
-        Ok(Headers::default())
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Headers<'de>, E> {
-        Ok(other())
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Headers<'de>, E> {
-        Ok(other())
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Headers<'de>, E> {
-        Ok(other())
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Headers<'de>, E> {
-        Ok(other())
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Headers<'de>, E> {
-        Ok(other())
-    }
-}
-
-fn other<'a>() -> Headers<'a> {
-    Headers {
-        value: HeadersValue::Other,
-        ..Headers::default()
-    }
-}
-
-impl<'de> Deserialize<'de> for HeaderItem<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ItemVisitor)
-    }
-}
-
-struct ItemVisitor;
-
-impl<'de> Visitor<'de> for ItemVisitor {
-    type Value = HeaderItem<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_borrowed_str<E>(self, value: &'de str) -> Result<HeaderItem<'de>, E> {
-        Ok(HeaderItem::One(Cow::Borrowed(value)))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<HeaderItem<'de>, E> {
-        Ok(HeaderItem::One(Cow::Owned(value.to_owned())))
-    }
-
-    /// All strings, or else all arrays of bytes: `OneOrMore`'s variants
-    /// in their order.
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<HeaderItem<'de>, A::Error> {
-        let mut first = None;
-        let mut strings = Vec::new();
-        let mut bytes = Vec::new();
-        let mut other = false;
-        while let Some(element) = seq.next_element::<Element<'de>>()? {
-            match element {
-                Element::Str(text) if first.is_none() => first = Some(text),
-                Element::Str(text) => strings.push(text),
-                Element::Bytes(value) => bytes.push(value),
-                Element::Other => other = true,
+/// A header member's value. Its names are read into `str`s, as the first
+/// reading reads them; its values are kept for the header map, which
+/// refuses what is not a header.
+fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
+    let value = match scan.kind()? {
+        Kind::Object => {
+            scan.object()?;
+            // What a front door's request usually has, in one allocation.
+            let mut pairs = Vec::with_capacity(16);
+            let mut first = true;
+            while let Some(name) = scan.key(&mut first)? {
+                pairs.push((name.text().ok_or(Invalid)?, scan_item(scan)?));
             }
+            HeadersValue::Object(pairs)
         }
-        Ok(match (other, first, bytes.is_empty()) {
-            (false, Some(only), true) if strings.is_empty() => HeaderItem::OneOfList(only),
-            (false, Some(first), true) => {
-                strings.insert(0, first);
-                HeaderItem::Strings(strings)
-            }
-            (false, None, true) => HeaderItem::Strings(strings),
-            (false, None, false) => HeaderItem::Bytes(bytes),
-            _ => HeaderItem::Other,
-        })
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HeaderItem<'de>, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(HeaderItem::Other)
-    }
-
-    fn visit_unit<E>(self) -> Result<HeaderItem<'de>, E> {
-        Ok(HeaderItem::Other)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<HeaderItem<'de>, E> {
-        Ok(HeaderItem::Other)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<HeaderItem<'de>, E> {
-        Ok(HeaderItem::Other)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<HeaderItem<'de>, E> {
-        Ok(HeaderItem::Other)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<HeaderItem<'de>, E> {
-        Ok(HeaderItem::Other)
-    }
-}
-
-/// An element of a header's array.
-enum Element<'a> {
-    Str(Cow<'a, str>),
-    Bytes(Vec<u8>),
-    Other,
-}
-
-impl<'de> Deserialize<'de> for Element<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ElementVisitor)
-    }
-}
-
-struct ElementVisitor;
-
-impl<'de> Visitor<'de> for ElementVisitor {
-    type Value = Element<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Element<'de>, E> {
-        Ok(Element::Str(Cow::Borrowed(value)))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Element<'de>, E> {
-        Ok(Element::Str(Cow::Owned(value.to_owned())))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Element<'de>, A::Error> {
-        let mut bytes = Vec::new();
-        let mut other = false;
-        while let Some(byte) = seq.next_element::<Byte>()? {
-            match byte.0 {
-                Some(byte) => bytes.push(byte),
-                None => other = true,
-            }
+        Kind::Literal => match scan.value()? {
+            Some("null") => HeadersValue::Null,
+            _ => HeadersValue::Other,
+        },
+        // Read as any value: a string into a `str`, a number into an
+        // `f64` if it is not an integer.
+        Kind::String => {
+            scan.str()?.text().ok_or(Invalid)?;
+            HeadersValue::Other
         }
-        Ok(if other {
-            Element::Other
-        } else {
-            Element::Bytes(bytes)
-        })
-    }
+        Kind::Number => {
+            let number = scan.value()?.ok_or(Invalid)?;
+            serde_json::from_str::<f64>(number).map_err(|_| Invalid)?;
+            HeadersValue::Other
+        }
+        Kind::Array => {
+            scan.value()?;
+            HeadersValue::Other
+        }
+    };
+    Ok(Headers {
+        present: true,
+        names: match &value {
+            HeadersValue::Object(pairs) => pairs.len(),
+            _ => 0,
+        },
+        value,
+    })
+}
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Element<'de>, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Element::Other)
-    }
-
-    fn visit_unit<E>(self) -> Result<Element<'de>, E> {
-        Ok(Element::Other)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Element<'de>, E> {
-        Ok(Element::Other)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Element<'de>, E> {
-        Ok(Element::Other)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Element<'de>, E> {
-        Ok(Element::Other)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Element<'de>, E> {
-        Ok(Element::Other)
+/// One header's value, as `aws_lambda_events`' header reader takes it:
+/// a string, a list of strings, a list of lists of bytes; anything else,
+/// a string that is not one as `str` (a lone surrogate) among them, is
+/// [`HeaderItem::Other`].
+fn scan_item<'a>(scan: &mut Scanner<'a>) -> Scan<HeaderItem<'a>> {
+    match scan.kind()? {
+        Kind::String => Ok(scan.str()?.text().map_or(HeaderItem::Other, HeaderItem::One)),
+        Kind::Array => {
+            scan.array()?;
+            // A list of one string, as a REST API's `multiValueHeaders`
+            // mostly have, without a `Vec`.
+            let mut first_string = None;
+            let mut strings = Vec::new();
+            let mut bytes = Vec::new();
+            let mut other = false;
+            let mut first = true;
+            while scan.element(&mut first)? {
+                match scan.kind()? {
+                    Kind::String => match scan.str()?.text() {
+                        Some(text) if first_string.is_none() => first_string = Some(text),
+                        Some(text) => strings.push(text),
+                        None => other = true,
+                    },
+                    Kind::Array => match scan_bytes(scan)? {
+                        Some(value) => bytes.push(value),
+                        None => other = true,
+                    },
+                    _ => {
+                        scan.value()?;
+                        other = true;
+                    }
+                }
+            }
+            // All strings, or else all lists of bytes: `OneOrMore`'s
+            // variants in their order.
+            Ok(match (other, first_string, bytes.is_empty()) {
+                (false, Some(only), true) if strings.is_empty() => HeaderItem::OneOfList(only),
+                (false, Some(first), true) => {
+                    strings.insert(0, first);
+                    HeaderItem::Strings(strings)
+                }
+                (false, None, true) => HeaderItem::Strings(strings),
+                (false, None, false) => HeaderItem::Bytes(bytes),
+                _ => HeaderItem::Other,
+            })
+        }
+        _ => {
+            scan.value()?;
+            Ok(HeaderItem::Other)
+        }
     }
 }
 
-/// A byte of a header's byte array, as serde's `u8` takes it: an integer
-/// from 0 to 255; anything else is `None`.
-struct Byte(Option<u8>);
-
-impl<'de> Deserialize<'de> for Byte {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ByteVisitor)
+/// A list of bytes, each as serde's `u8` takes it (an integer from 0 to
+/// 255, which `serde_json` reads from digits alone); `None` if anything
+/// else is in it.
+fn scan_bytes(scan: &mut Scanner<'_>) -> Scan<Option<Vec<u8>>> {
+    scan.array()?;
+    let mut bytes = Some(Vec::new());
+    let mut first = true;
+    while scan.element(&mut first)? {
+        let byte = match scan.kind()? {
+            Kind::Number => scan
+                .value()?
+                .filter(|digits| digits.bytes().all(|byte| byte.is_ascii_digit()))
+                .and_then(|digits| digits.parse::<u8>().ok()),
+            _ => {
+                scan.value()?;
+                None
+            }
+        };
+        match (byte, bytes.as_mut()) {
+            (Some(byte), Some(bytes)) => bytes.push(byte),
+            _ => bytes = None,
+        }
     }
-}
-
-struct ByteVisitor;
-
-impl<'de> Visitor<'de> for ByteVisitor {
-    type Value = Byte;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<Byte, E> {
-        Ok(Byte(u8::try_from(value).ok()))
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<Byte, E> {
-        Ok(Byte(u8::try_from(value).ok()))
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Byte, E> {
-        Ok(Byte(None))
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Byte, E> {
-        Ok(Byte(None))
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Byte, E> {
-        Ok(Byte(None))
-    }
-
-    fn visit_unit<E>(self) -> Result<Byte, E> {
-        Ok(Byte(None))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Byte, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Byte(None))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Byte, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Byte(None))
-    }
+    Ok(bytes)
 }
 
 /// A JSON string, borrowed from the event unless it had escapes.

@@ -1,0 +1,751 @@
+//! A JSON scanner over an event's bytes: it takes exactly the text
+//! `serde_json` takes and hands out borrowed slices of it, a string's
+//! bytes checked eight at a time, and keeps where a request context's
+//! members are, so that no type reads the context again. It checks
+//! what `serde_json` checks when it skips a value (no trailing comma, no
+//! control character in a string, strict numbers and escapes, any depth);
+//! what a value's reader checks beyond that (paired surrogates, a key's
+//! UTF-8) is [`Str::text`]'s, asked where the reader would ask it.
+
+use std::borrow::Cow;
+
+/// The text is not JSON as `serde_json` reads it.
+#[derive(Debug)]
+pub(super) struct Invalid;
+
+pub(super) type Scan<T> = Result<T, Invalid>;
+
+pub(super) struct Scanner<'a> {
+    bytes: &'a [u8],
+    /// The same bytes, when they are UTF-8 (what every front door sends):
+    /// then a slice of them is text without a second check.
+    text: Option<&'a str>,
+    at: usize,
+}
+
+/// A string as it is written, without its quotes.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Str<'a> {
+    /// Its bytes, escapes and all.
+    pub(super) bytes: &'a [u8],
+    pub(super) escaped: bool,
+    /// The whole text it is a slice of, when that is UTF-8, and where.
+    whole: Option<&'a str>,
+    from: usize,
+}
+
+impl<'a> Str<'a> {
+    /// Its bytes when they are its text: no escape, and UTF-8.
+    pub(super) fn plain(self) -> Option<&'a [u8]> {
+        (!self.escaped && self.whole.is_some()).then_some(self.bytes)
+    }
+
+    /// The string as `serde_json` reads it into a `str`: `None` if it is
+    /// not UTF-8 or has a lone surrogate.
+    pub(super) fn text(self) -> Option<Cow<'a, str>> {
+        let raw = match self.whole {
+            Some(whole) => whole.get(self.from..self.from + self.bytes.len())?,
+            None => std::str::from_utf8(self.bytes).ok()?,
+        };
+        if self.escaped {
+            unescaped(raw).map(Cow::Owned)
+        } else {
+            Some(Cow::Borrowed(raw))
+        }
+    }
+}
+
+/// How many members of an object [`Fields`] keeps: more than a request
+/// context of any front door has.
+const FIELDS: usize = 32;
+
+/// An object's members as the event's one scan found them, so that a
+/// type's reader need not scan the object again: where each key and value
+/// is in the text, a few bytes each. The members of one object in it are
+/// kept too: an HTTP API context's `http`, a REST API context's
+/// `identity`.
+#[derive(Default)]
+pub(super) struct Fields<'a> {
+    /// The text they are in; `None` if it is not UTF-8 (nothing is kept).
+    text: Option<&'a str>,
+    members: Spans<FIELDS>,
+    nested: Spans<24>,
+    /// Which member `nested` holds; empty if none.
+    nested_key: &'static [u8],
+}
+
+/// The members whose objects [`Fields`] keeps, the first one found.
+const NESTED: [&[u8]; 2] = [b"http", b"identity"];
+
+/// Where an object's members are; `whole` if all of them are there: the
+/// object had at most `N`.
+#[derive(Clone, Copy)]
+struct Spans<const N: usize> {
+    spans: [Span; N],
+    len: usize,
+    whole: bool,
+}
+
+impl<const N: usize> Default for Spans<N> {
+    fn default() -> Self {
+        Self {
+            spans: [Span::default(); N],
+            len: 0,
+            whole: false,
+        }
+    }
+}
+
+impl<'a> Fields<'a> {
+    /// The members, if all of them are here.
+    pub(super) fn all(&self) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
+        self.members_of(&self.members)
+    }
+
+    /// The members of the object's member `key` (one of [`NESTED`]), if
+    /// it is an object and all of them are here.
+    pub(super) fn nested(&self, key: &[u8]) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
+        self.members_of(&self.nested).filter(|_| self.nested_key == key)
+    }
+
+    fn members_of<'s, const N: usize>(
+        &'s self,
+        spans: &'s Spans<N>,
+    ) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + 's> {
+        let text = self.text.filter(|_| spans.whole)?;
+        let range = |(from, to): (u32, u32)| from as usize..to as usize;
+        Some(spans.spans.get(..spans.len)?.iter().map(move |span| {
+            let key = range(span.key);
+            let key = Str {
+                bytes: text.as_bytes().get(key.clone()).unwrap_or_default(),
+                escaped: span.key_escaped,
+                whole: Some(text),
+                from: key.start,
+            };
+            let value = Value {
+                text: text.get(range(span.value)).unwrap_or_default(),
+                plain_string: span.value_plain,
+            };
+            (key, value)
+        }))
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Span {
+    key: (u32, u32),
+    key_escaped: bool,
+    value: (u32, u32),
+    value_plain: bool,
+}
+
+/// A member's value as scanned: its text, and whether it is a string
+/// without escapes (its text between the quotes is the string).
+#[derive(Clone, Copy)]
+pub(super) struct Value<'a> {
+    pub(super) text: &'a str,
+    pub(super) plain_string: bool,
+}
+
+/// A string's text, `"` and all, as `serde_json` reads it into a `str`.
+pub(super) fn string_text(literal: &str) -> Option<Cow<'_, str>> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        unescaped(inner).map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+/// Escapes already checked by the scan, surrogates paired as
+/// `serde_json` requires of a `str`.
+fn unescaped(inner: &str) -> Option<String> {
+    let bytes = inner.as_bytes();
+    let mut text = String::with_capacity(inner.len());
+    let mut from = 0;
+    loop {
+        // The scan found no quote or control character in it: the run
+        // ends at a backslash or at the end.
+        let slash = from + plain_len(bytes.get(from..)?);
+        if slash >= bytes.len() {
+            break;
+        }
+        text.push_str(inner.get(from..slash)?);
+        let escape = bytes.get(slash + 1)?;
+        from = slash + 2;
+        text.push(match escape {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = hex4(inner.get(from..)?)?;
+                from += 4;
+                match unit {
+                    0xD800..=0xDBFF => {
+                        let low = inner
+                            .get(from..)?
+                            .strip_prefix("\\u")
+                            .and_then(hex4)
+                            .filter(|low| (0xDC00..=0xDFFF).contains(low))?;
+                        from += 6;
+                        let high = u32::from(unit - 0xD800) << 10;
+                        char::from_u32((high | u32::from(low - 0xDC00)) + 0x1_0000)?
+                    }
+                    0xDC00..=0xDFFF => return None,
+                    unit => char::from_u32(u32::from(unit))?,
+                }
+            }
+            _ => return None,
+        });
+    }
+    text.push_str(inner.get(from..)?);
+    Some(text)
+}
+
+/// The code unit of four hex digits that start `text`.
+fn hex4(text: &str) -> Option<u16> {
+    let digits = text.get(..4)?;
+    // `from_str_radix` takes a sign; JSON does not.
+    if !digits.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return None;
+    }
+    u16::from_str_radix(digits, 16).ok()
+}
+
+/// What a scanned value is, by its first byte.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Object,
+    Array,
+    String,
+    Number,
+    Literal,
+}
+
+impl<'a> Scanner<'a> {
+    pub(super) fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            text: std::str::from_utf8(bytes).ok(),
+            at: 0,
+        }
+    }
+
+    /// Over text already known to be UTF-8 (a slice of a scanned event).
+    pub(super) fn of_text(text: &'a str) -> Self {
+        Self {
+            bytes: text.as_bytes(),
+            text: Some(text),
+            at: 0,
+        }
+    }
+
+    fn slice(&self, from: usize, to: usize) -> Option<&'a str> {
+        match self.text {
+            Some(text) => text.get(from..to),
+            None => std::str::from_utf8(self.bytes.get(from..to)?).ok(),
+        }
+    }
+
+    #[inline]
+    fn byte(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    /// The next byte that is not JSON whitespace, not taken.
+    #[inline(always)]
+    pub(super) fn peek(&mut self) -> Option<u8> {
+        match self.byte()? {
+            // Every byte that starts a token is above a space.
+            byte if byte > b' ' => Some(byte),
+            // The one space after a colon.
+            b' ' if self.bytes.get(self.at + 1).is_some_and(|&next| next > b' ') => {
+                self.at += 1;
+                self.byte()
+            }
+            _ => self.after_blanks(),
+        }
+    }
+
+    fn after_blanks(&mut self) -> Option<u8> {
+        // An indented event's line break and spaces: the spaces eight at a
+        // time, the first byte that is not one found by its bits.
+        if self.byte() == Some(b'\n') {
+            self.at += 1;
+            while let Some(eight) = self.bytes.get(self.at..self.at + 8)
+                && let Ok(eight) = <[u8; 8]>::try_from(eight)
+            {
+                let not_spaces = u64::from_le_bytes(eight) ^ u64::from_le_bytes([b' '; 8]);
+                self.at += (not_spaces.trailing_zeros() / 8) as usize;
+                if not_spaces != 0 {
+                    break;
+                }
+            }
+        }
+        while let Some(byte) = self.byte() {
+            if !matches!(byte, b' ' | b'\n' | b'\t' | b'\r') {
+                return Some(byte);
+            }
+            self.at += 1;
+        }
+        None
+    }
+
+    #[inline(always)]
+    fn take(&mut self, byte: u8) -> Scan<()> {
+        if self.peek() != Some(byte) {
+            return Err(Invalid);
+        }
+        self.at += 1;
+        Ok(())
+    }
+
+    /// Nothing but whitespace is left.
+    pub(super) fn end(&mut self) -> Scan<()> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => Err(Invalid),
+        }
+    }
+
+    /// Enters an object; `Ok(false)` if the next value is not one.
+    pub(super) fn object(&mut self) -> Scan<bool> {
+        if self.peek() != Some(b'{') {
+            return Ok(false);
+        }
+        self.at += 1;
+        Ok(true)
+    }
+
+    /// The next key of the object entered, with its colon taken; `None`
+    /// at its end. `first` is true until the first key is read.
+    #[inline(always)]
+    pub(super) fn key(&mut self, first: &mut bool) -> Scan<Option<Str<'a>>> {
+        match self.peek() {
+            Some(b'}') => {
+                self.at += 1;
+                return Ok(None);
+            }
+            Some(b',') if !*first => self.at += 1,
+            _ if *first => {}
+            _ => return Err(Invalid),
+        }
+        *first = false;
+        self.take(b'"')?;
+        let key = self.str_rest()?;
+        self.take(b':')?;
+        Ok(Some(key))
+    }
+
+    /// Enters an array; `Ok(false)` if the next value is not one.
+    pub(super) fn array(&mut self) -> Scan<bool> {
+        if self.peek() != Some(b'[') {
+            return Ok(false);
+        }
+        self.at += 1;
+        Ok(true)
+    }
+
+    /// Whether the array entered has another element, its comma taken.
+    #[inline]
+    pub(super) fn element(&mut self, first: &mut bool) -> Scan<bool> {
+        match self.peek() {
+            Some(b']') => {
+                self.at += 1;
+                return Ok(false);
+            }
+            Some(b',') if !*first => self.at += 1,
+            _ if *first => {}
+            _ => return Err(Invalid),
+        }
+        *first = false;
+        Ok(true)
+    }
+
+    /// The kind of the next value, not taken.
+    #[inline]
+    pub(super) fn kind(&mut self) -> Scan<Kind> {
+        match self.peek() {
+            Some(b'{') => Ok(Kind::Object),
+            Some(b'[') => Ok(Kind::Array),
+            Some(b'"') => Ok(Kind::String),
+            Some(b'-' | b'0'..=b'9') => Ok(Kind::Number),
+            Some(b'n' | b't' | b'f') => Ok(Kind::Literal),
+            _ => Err(Invalid),
+        }
+    }
+
+    /// The next value, a string.
+    #[inline]
+    pub(super) fn str(&mut self) -> Scan<Str<'a>> {
+        self.take(b'"')?;
+        self.str_rest()
+    }
+
+    #[inline(always)]
+    fn str_rest(&mut self) -> Scan<Str<'a>> {
+        let from = self.at;
+        let escaped = self.string()?;
+        Ok(Str {
+            bytes: self.bytes.get(from..self.at - 1).unwrap_or_default(),
+            escaped,
+            whole: self.text,
+            from,
+        })
+    }
+
+    /// The next value whatever it is, checked; its text, or `None` if it
+    /// is not UTF-8.
+    pub(super) fn value(&mut self) -> Scan<Option<&'a str>> {
+        let first = self.peek();
+        let from = self.at;
+        // A string, the most common value, without the nesting's stack.
+        if first == Some(b'"') {
+            self.at += 1;
+            self.string()?;
+        } else {
+            self.skip()?;
+        }
+        Ok(self.slice(from, self.at))
+    }
+
+    /// The next value, checked, its text; if it is an object, its members
+    /// kept in `fields`. Its bytes come too, for a value that is not UTF-8.
+    pub(super) fn value_into(&mut self, fields: &mut Fields<'a>) -> Scan<(Option<&'a str>, &'a [u8])> {
+        fields.members.whole = false;
+        fields.nested.whole = false;
+        fields.nested_key = b"";
+        fields.text = self.text;
+        self.peek();
+        let from = self.at;
+        if self.byte() != Some(b'{') || self.text.is_none() {
+            let text = self.value()?;
+            return Ok((text, self.bytes.get(from..self.at).unwrap_or_default()));
+        }
+        self.members_into(
+            &mut fields.members,
+            Some((&mut fields.nested, &mut fields.nested_key)),
+        )?;
+        Ok((self.slice(from, self.at), &[]))
+    }
+
+    /// An object's members into `spans`; those of the first member named
+    /// in [`NESTED`] whose value is an object into `nested`, and its name.
+    fn members_into<const N: usize, const M: usize>(
+        &mut self,
+        spans: &mut Spans<N>,
+        mut nested: Option<(&mut Spans<M>, &mut &'static [u8])>,
+    ) -> Scan<()> {
+        self.take(b'{')?;
+        spans.len = 0;
+        spans.whole = true;
+        let mut first = true;
+        while let Some(key) = self.key(&mut first)? {
+            let inner = match nested.as_mut() {
+                Some((inner, held)) if held.is_empty() && self.peek() == Some(b'{') => key
+                    .plain()
+                    .and_then(|plain| NESTED.into_iter().find(|name| *name == plain))
+                    .map(|name| {
+                        **held = name;
+                        inner
+                    }),
+                _ => None,
+            };
+            let (value_from, value_plain) = match inner {
+                Some(inner) => {
+                    let from = self.at;
+                    self.members_into(inner, None::<(&mut Spans<0>, &mut &'static [u8])>)?;
+                    (from, false)
+                }
+                None => self.member_value()?,
+            };
+            let span = Span {
+                key: (offset(key.from), offset(key.from + key.bytes.len())),
+                key_escaped: key.escaped,
+                value: (offset(value_from), offset(self.at)),
+                value_plain,
+            };
+            match spans.spans.get_mut(spans.len) {
+                Some(slot) if self.at <= u32::MAX as usize => {
+                    *slot = span;
+                    spans.len += 1;
+                }
+                _ => spans.whole = false,
+            }
+        }
+        Ok(())
+    }
+
+    /// Skips a member's value: where it starts, and whether it is a
+    /// string without escapes.
+    fn member_value(&mut self) -> Scan<(usize, bool)> {
+        let first = self.peek();
+        let from = self.at;
+        if first == Some(b'"') {
+            self.at += 1;
+            return Ok((from, !self.string()?));
+        }
+        self.skip()?;
+        Ok((from, false))
+    }
+
+    /// The next member's value, for a reader that scans an object again.
+    pub(super) fn field(&mut self) -> Scan<Option<Value<'a>>> {
+        let (from, plain_string) = self.member_value()?;
+        Ok(self.slice(from, self.at).map(|text| Value { text, plain_string }))
+    }
+
+    /// A string's rest, after its opening quote, up to and with its
+    /// closing one; whether it has escapes.
+    #[inline(always)]
+    fn string(&mut self) -> Scan<bool> {
+        let mut escaped = false;
+        loop {
+            self.at += plain_len(self.bytes.get(self.at..).unwrap_or_default());
+            match self.byte() {
+                Some(b'"') => {
+                    self.at += 1;
+                    return Ok(escaped);
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    self.at += 1;
+                    self.escape()?;
+                }
+                // A control character, or the end.
+                _ => return Err(Invalid),
+            }
+        }
+    }
+
+    fn escape(&mut self) -> Scan<()> {
+        let byte = self.byte().ok_or(Invalid)?;
+        self.at += 1;
+        match byte {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Ok(()),
+            b'u' => {
+                let digits = self.bytes.get(self.at..self.at + 4).ok_or(Invalid)?;
+                if !digits.iter().all(u8::is_ascii_hexdigit) {
+                    return Err(Invalid);
+                }
+                self.at += 4;
+                Ok(())
+            }
+            _ => Err(Invalid),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Scan<()> {
+        if !self.bytes.get(self.at..).unwrap_or_default().starts_with(word) {
+            return Err(Invalid);
+        }
+        self.at += word.len();
+        Ok(())
+    }
+
+    fn digits(&mut self) -> usize {
+        let from = self.at;
+        while self.byte().is_some_and(|byte| byte.is_ascii_digit()) {
+            self.at += 1;
+        }
+        self.at - from
+    }
+
+    fn number(&mut self) -> Scan<()> {
+        if self.byte() == Some(b'-') {
+            self.at += 1;
+        }
+        match self.byte() {
+            Some(b'0') => {
+                self.at += 1;
+                // One leading zero only.
+                if self.byte().is_some_and(|byte| byte.is_ascii_digit()) {
+                    return Err(Invalid);
+                }
+            }
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(Invalid),
+        }
+        if self.byte() == Some(b'.') {
+            self.at += 1;
+            if self.digits() == 0 {
+                return Err(Invalid);
+            }
+        }
+        if matches!(self.byte(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.byte(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            if self.digits() == 0 {
+                return Err(Invalid);
+            }
+        }
+        Ok(())
+    }
+
+    /// One value, nested as deep as it is: the open containers are a
+    /// stack of bits, not a recursion.
+    fn skip(&mut self) -> Scan<()> {
+        let mut open = Nesting::default();
+        loop {
+            match self.peek() {
+                Some(b'{') => {
+                    self.at += 1;
+                    let mut first = true;
+                    if self.key(&mut first)?.is_some() {
+                        open.push(true);
+                        continue;
+                    }
+                }
+                Some(b'[') => {
+                    self.at += 1;
+                    let mut first = true;
+                    if self.element(&mut first)? {
+                        open.push(false);
+                        continue;
+                    }
+                }
+                Some(b'"') => {
+                    self.at += 1;
+                    self.string()?;
+                }
+                Some(b'-' | b'0'..=b'9') => self.number()?,
+                Some(b'n') => self.literal(b"null")?,
+                Some(b't') => self.literal(b"true")?,
+                Some(b'f') => self.literal(b"false")?,
+                _ => return Err(Invalid),
+            }
+            // After a value: the next one in its container, or the ends of
+            // the containers it closes.
+            loop {
+                let Some(in_object) = open.top() else {
+                    return Ok(());
+                };
+                let mut first = false;
+                let more = if in_object {
+                    self.key(&mut first)?.is_some()
+                } else {
+                    self.element(&mut first)?
+                };
+                if more {
+                    break;
+                }
+                open.pop();
+            }
+        }
+    }
+}
+
+/// An offset in a text that [`Fields`] keeps, which checks that the
+/// text's end fits.
+fn offset(at: usize) -> u32 {
+    u32::try_from(at).unwrap_or(u32::MAX)
+}
+
+/// How many bytes start `bytes` that a string holds as they are: not a
+/// quote, a backslash or a control character. Eight at a time (`bytes`
+/// runs on to the end of the text, past the string's closing quote): in
+/// each word, the lowest byte flagged is the first such byte, a false
+/// flag being carried only upwards.
+#[inline(always)]
+fn plain_len(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES << 7;
+    let zero_at = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    let mut len = 0;
+    while let Some(eight) = bytes.get(len..len + 8) {
+        let Ok(eight) = <[u8; 8]>::try_from(eight) else {
+            break;
+        };
+        let word = u64::from_le_bytes(eight);
+        let flags = zero_at(word ^ (ONES * u64::from(b'"')))
+            | zero_at(word ^ (ONES * u64::from(b'\\')))
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
+        if flags != 0 {
+            return len + (flags.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    let rest = bytes.get(len..).unwrap_or_default();
+    len + rest
+        .iter()
+        .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)
+        .unwrap_or(rest.len())
+}
+
+/// The containers a value is inside, innermost last: a bit each, `true`
+/// for an object; the first 64 without an allocation.
+#[derive(Default)]
+struct Nesting {
+    depth: usize,
+    bits: u64,
+    outer: Vec<u64>,
+}
+
+impl Nesting {
+    fn push(&mut self, object: bool) {
+        if self.depth > 0 && self.depth.is_multiple_of(64) {
+            self.outer.push(self.bits);
+            self.bits = 0;
+        }
+        self.bits |= u64::from(object) << (self.depth % 64);
+        self.depth += 1;
+    }
+
+    fn pop(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+        self.bits &= !(1 << (self.depth % 64));
+        if self.depth > 0 && self.depth.is_multiple_of(64) {
+            self.bits = self.outer.pop().unwrap_or_default();
+        }
+    }
+
+    fn top(&self) -> Option<bool> {
+        let top = self.depth.checked_sub(1)?;
+        Some(self.bits & (1 << (top % 64)) != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_string_ends_at_its_first_quote_backslash_or_control_character() {
+        for (text, len) in [
+            ("", 0),
+            ("abc", 3),
+            ("abcdefgh", 8),
+            ("abcdefghij\"", 10),
+            ("abcdefg\\", 7),
+            ("a\u{1f}", 1),
+            ("abcdefghi\n", 9),
+            ("é€\u{7f}\"", 6),
+        ] {
+            assert_eq!(plain_len(text.as_bytes()), len, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn nesting_past_64_levels_comes_back_out_in_order() {
+        let mut open = Nesting::default();
+        let kinds: Vec<bool> = (0..200).map(|n| n % 3 == 0).collect();
+        for &kind in &kinds {
+            open.push(kind);
+            assert_eq!(open.top(), Some(kind));
+        }
+        for &kind in kinds.iter().rev() {
+            assert_eq!(open.top(), Some(kind));
+            open.pop();
+        }
+        assert_eq!(open.top(), None);
+    }
+}
