@@ -326,16 +326,9 @@ impl<'a> Scanner<'a> {
     /// at its end. `first` is true until the first key is read.
     #[inline(always)]
     pub(super) fn key(&mut self, first: &mut bool) -> Scan<Option<Str<'a>>> {
-        match self.peek() {
-            Some(b'}') => {
-                self.at += 1;
-                return Ok(None);
-            }
-            Some(b',') if !*first => self.at += 1,
-            _ if *first => {}
-            _ => return Err(Invalid),
+        if !self.next_item(b'}', first)? {
+            return Ok(None);
         }
-        *first = false;
         self.take(b'"')?;
         let key = self.str_rest()?;
         self.take(b':')?;
@@ -354,8 +347,15 @@ impl<'a> Scanner<'a> {
     /// Whether the array entered has another element, its comma taken.
     #[inline]
     pub(super) fn element(&mut self, first: &mut bool) -> Scan<bool> {
+        self.next_item(b']', first)
+    }
+
+    /// Past the comma before the next member or element, if there is one:
+    /// `false` at `close`, which is taken. `first` is true until then.
+    #[inline(always)]
+    fn next_item(&mut self, close: u8, first: &mut bool) -> Scan<bool> {
         match self.peek() {
-            Some(b']') => {
+            Some(byte) if byte == close => {
                 self.at += 1;
                 return Ok(false);
             }

@@ -132,12 +132,7 @@ impl Answering<'_> {
                 Ok(Answered::Whole(json))
             }
             Err(invalid) => {
-                let message = invalid.to_string();
-                tracing::error!(request_id = self.request_id, error = %message, "invocation failed");
-                let diagnostic = Diagnostic {
-                    error_type: "Runtime.InvalidResponse".to_owned(),
-                    error_message: message,
-                };
+                let diagnostic = failure(self.request_id, "Runtime.InvalidResponse", invalid.to_string());
                 self.server_answer(status, details.as_ref(), Some(&diagnostic));
                 Err(diagnostic)
             }
@@ -145,12 +140,11 @@ impl Answering<'_> {
     }
 
     fn deadline_exceeded(&self) -> Diagnostic {
-        let message = "the service had not answered shortly before the invocation's deadline";
-        tracing::error!(request_id = self.request_id, error = %message, "invocation failed");
-        Diagnostic {
-            error_type: "Runtime.DeadlineExceeded".to_owned(),
-            error_message: message.to_owned(),
-        }
+        failure(
+            self.request_id,
+            "Runtime.DeadlineExceeded",
+            "the service had not answered shortly before the invocation's deadline".to_owned(),
+        )
     }
 }
 
@@ -388,13 +382,7 @@ async fn invoke<C: Answer>(
     service: &mut C,
     anchor: &mut Anchor,
 ) -> Result<Answered, Diagnostic> {
-    let failed = |error_type: &str, message: String| {
-        tracing::error!(request_id, error = %message, "invocation failed");
-        Diagnostic {
-            error_type: error_type.to_owned(),
-            error_message: message,
-        }
-    };
+    let failed = |error_type: &str, message: String| failure(request_id, error_type, message);
     // `Context::new` panics without a deadline; check it first.
     let Deadline {
         ms: Some(deadline_ms),
@@ -464,6 +452,16 @@ async fn invoke<C: Answer>(
         C::answer(&answering, response).await
     });
     answered.await
+}
+
+/// An invocation that fails: its error line, and the diagnostic the
+/// Runtime API is given for it.
+fn failure(request_id: &str, error_type: &str, message: String) -> Diagnostic {
+    tracing::error!(request_id, error = %message, "invocation failed");
+    Diagnostic {
+        error_type: error_type.to_owned(),
+        error_message: message,
+    }
 }
 
 /// A timer a worker keeps registered with tokio's time driver, never
