@@ -27,6 +27,9 @@ CARGO_DENY_VERSION      := 0.20.2
 MIN_JAVA  := 17
 MIN_NODE  := 20
 MIN_PYTHON := 3.11
+# What a first `make test` writes (target/ in debug and release, .tools/),
+# with room to spare; checked only while target/ does not exist yet.
+MIN_FREE_GB := 10
 comma := ,
 
 # ---- where the tools live ----------------------------------------------------
@@ -102,9 +105,16 @@ define fail
 { echo "error: $(1)" >&2; exit 1; }
 endef
 
-.PHONY: check-cargo check-java check-node check-python
+.PHONY: check-cargo check-java check-node check-python check-disk
 check-cargo:
 	@command -v cargo >/dev/null 2>&1 || $(call fail,cargo not found: install Rust with rustup and open a new shell)
+
+# A full disk otherwise surfaces as whichever tool writes first failing
+# (npm's tar, rustc) with words that do not say why.
+check-disk:
+	@[ -d target ] || { free=$$(df -Pk . | awk 'NR == 2 { print int($$4 / 1048576) }'); \
+	   [ "$${free:-0}" -ge $(MIN_FREE_GB) ] \
+	   || $(call fail,a first build needs about $(MIN_FREE_GB) GB free on this disk but $${free:-0} GB are: free some space); }
 
 check-java:
 	@command -v java >/dev/null 2>&1 || $(call fail,java not found: install a Java $(MIN_JAVA)+ runtime (Debian/Ubuntu: apt-get install openjdk-17-jre-headless))
@@ -204,7 +214,7 @@ requirements: ## Regenerate requirements/*.txt (pins and hashes) from requiremen
 
 # ---- develop -------------------------------------------------------------
 .PHONY: run invoke build deploy delete test unit doc check-deploy sam-check contract load load-short bench bench-floor bench-smoke bench-tiny soak soak-short fuzz audit lint lint-ci lint-py fmt clean distclean help
-run: check-cargo check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
+run: check-cargo check-disk check-java $(STAMP_VENV) $(STAMP_DDB) ## Start DynamoDB Local + the function (cargo lambda watch); Ctrl-C stops all
 	@$(WITH_VENV) $(STACK_ENV) "$(VENV_PY)" scripts/local_stack.py
 
 invoke: $(STAMP_VENV) ## Send EVENT=events/<file>.json to the function that `make run` serves
@@ -235,7 +245,7 @@ deploy: check-cargo tools-zig tools-deploy tools-auditable ## sam build + sam de
 delete: tools-deploy ## sam delete: removes the stack; the table and its data are kept (Retain)
 	$(SAM) delete
 
-test: check-cargo tools-test tools-zig tools-deploy ## Everything: lint, deployment checks, sam build, contract tests, then cargo test (its summary last)
+test: check-cargo check-disk tools-test tools-zig tools-deploy ## Everything: lint, deployment checks, sam build, contract tests, then cargo test (its summary last)
 	@$(MAKE) lint-ci
 	@$(MAKE) lint-py
 	cargo fmt --check
