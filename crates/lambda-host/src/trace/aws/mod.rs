@@ -29,16 +29,31 @@ const HEADER: HeaderName = HeaderName::from_static("x-amzn-trace-id");
 
 /// The two interceptors, in the order an SDK client takes them.
 pub(super) fn interceptors() -> [SharedInterceptor; 2] {
-    [SharedInterceptor::new(TraceHeader), AwsSpans::shared()]
+    [TraceHeader::shared(), AwsSpans::shared()]
 }
 
 /// Sets `X-Amzn-Trace-Id` on each request from the invocation's scope.
 #[derive(Debug, Clone, Copy, Default)]
 struct TraceHeader;
 
+impl TraceHeader {
+    /// Permanent, as [`AwsSpans`] is: with the one hook below, the SDK then
+    /// calls it once per attempt and never looks it up in the config bag
+    /// (without both, it looked it up and called it for every hook of an
+    /// operation, about 6 K instructions a `PutItem`).
+    fn shared() -> SharedInterceptor {
+        SharedInterceptor::permanent(Self)
+    }
+}
+
 impl Intercept for TraceHeader {
     fn name(&self) -> &'static str {
         "TraceHeader"
+    }
+
+    /// Only this hook is called; the SDK skips the others.
+    fn overridden_hooks(&self) -> OverriddenHooks {
+        OverriddenHooks::MODIFY_BEFORE_SIGNING
     }
 
     /// Before signing, as the SDK's own interceptor does. The invocation's
