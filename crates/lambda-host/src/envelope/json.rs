@@ -163,20 +163,25 @@ fn unescaped(inner: &str) -> Option<String> {
     let bytes = inner.as_bytes();
     let mut text = String::with_capacity(inner.len());
     let mut from = 0;
+    // Where the run from `from` may end: past a quote, backslash or slash
+    // that an escape stands for, which starts the next run as it is.
+    let mut search = 0;
     loop {
         // The scan found no quote or control character in it: the run
         // ends at a backslash or at the end.
-        let slash = from + plain_len(bytes.get(from..)?);
+        let slash = search + plain_len(bytes.get(search..)?);
         if slash >= bytes.len() {
             break;
         }
-        text.push_str(inner.get(from..slash)?);
         let escape = bytes.get(slash + 1)?;
+        text.push_str(inner.get(from..slash)?);
+        if matches!(escape, b'"' | b'\\' | b'/') {
+            from = slash + 1;
+            search = slash + 2;
+            continue;
+        }
         from = slash + 2;
         text.push(match escape {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
             b'b' => '\u{8}',
             b'f' => '\u{c}',
             b'n' => '\n',
@@ -202,6 +207,7 @@ fn unescaped(inner: &str) -> Option<String> {
             }
             _ => return None,
         });
+        search = from;
     }
     text.push_str(inner.get(from..)?);
     Some(text)
@@ -731,6 +737,26 @@ mod tests {
             ("é€\u{7f}\"", 6),
         ] {
             assert_eq!(plain_len(text.as_bytes()), len, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_string_with_escapes_reads_as_serde_json_reads_it() {
+        for inner in [
+            r#"\""#,
+            r#"a\"b"#,
+            r#"\"\"\""#,
+            r#"\\\"\/"#,
+            r#"\\"#,
+            r#"x\\\\y\\"#,
+            r#"{\"id\":1001,\"name\":\"Monstera deliciosa\"}"#,
+            r#"\/\n\t\"é\u00e9\ud83c\udf31\\n"#,
+            r#"\b\f\r\u0001\"end"#,
+            r#"\ud83c"#,
+            r#"\udf31\""#,
+        ] {
+            let expected = serde_json::from_str::<String>(&format!("\"{inner}\"")).ok();
+            assert_eq!(unescaped(inner), expected, "{inner}");
         }
     }
 
