@@ -9,6 +9,10 @@
 
 use std::borrow::Cow;
 
+mod fields;
+
+pub(super) use fields::{Fields, Value};
+
 /// The text is not JSON as `serde_json` reads it.
 #[derive(Debug)]
 pub(super) struct Invalid;
@@ -53,98 +57,6 @@ impl<'a> Str<'a> {
             Some(Cow::Borrowed(raw))
         }
     }
-}
-
-/// How many members of an object [`Fields`] keeps: more than a request
-/// context of any front door has.
-const FIELDS: usize = 32;
-
-/// An object's members as the event's one scan found them, so that a
-/// type's reader need not scan the object again: where each key and value
-/// is in the text, a few bytes each. The members of one object in it are
-/// kept too: an HTTP API context's `http`, a REST API context's
-/// `identity`.
-#[derive(Default)]
-pub(super) struct Fields<'a> {
-    /// The text they are in; `None` if it is not UTF-8 (nothing is kept).
-    text: Option<&'a str>,
-    members: Spans<FIELDS>,
-    nested: Spans<24>,
-    /// Which member `nested` holds; empty if none.
-    nested_key: &'static [u8],
-}
-
-/// The members whose objects [`Fields`] keeps, the first one found.
-const NESTED: [&[u8]; 2] = [b"http", b"identity"];
-
-/// Where an object's members are; `whole` if all of them are there: the
-/// object had at most `N`.
-#[derive(Clone, Copy)]
-struct Spans<const N: usize> {
-    spans: [Span; N],
-    len: usize,
-    whole: bool,
-}
-
-impl<const N: usize> Default for Spans<N> {
-    fn default() -> Self {
-        Self {
-            spans: [Span::default(); N],
-            len: 0,
-            whole: false,
-        }
-    }
-}
-
-impl<'a> Fields<'a> {
-    /// The members, if all of them are here.
-    pub(super) fn all(&self) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
-        self.members_of(&self.members)
-    }
-
-    /// The members of the object's member `key` (one of [`NESTED`]), if
-    /// it is an object and all of them are here.
-    pub(super) fn nested(&self, key: &[u8]) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + '_> {
-        self.members_of(&self.nested).filter(|_| self.nested_key == key)
-    }
-
-    fn members_of<'s, const N: usize>(
-        &'s self,
-        spans: &'s Spans<N>,
-    ) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + 's> {
-        let text = self.text.filter(|_| spans.whole)?;
-        let range = |(from, to): (u32, u32)| from as usize..to as usize;
-        Some(spans.spans.get(..spans.len)?.iter().map(move |span| {
-            let key = range(span.key);
-            let key = Str {
-                bytes: text.as_bytes().get(key.clone()).unwrap_or_default(),
-                escaped: span.key_escaped,
-                whole: Some(text),
-                from: key.start,
-            };
-            let value = Value {
-                text: text.get(range(span.value)).unwrap_or_default(),
-                plain_string: span.value_plain,
-            };
-            (key, value)
-        }))
-    }
-}
-
-#[derive(Clone, Copy, Default)]
-struct Span {
-    key: (u32, u32),
-    key_escaped: bool,
-    value: (u32, u32),
-    value_plain: bool,
-}
-
-/// A member's value as scanned: its text, and whether it is a string
-/// without escapes (its text between the quotes is the string).
-#[derive(Clone, Copy)]
-pub(super) struct Value<'a> {
-    pub(super) text: &'a str,
-    pub(super) plain_string: bool,
 }
 
 /// A string's text, `"` and all, as `serde_json` reads it into a `str`.
@@ -420,92 +332,6 @@ impl<'a> Scanner<'a> {
         Ok(self.slice(from, self.at))
     }
 
-    /// The next value, checked, its text; if it is an object, its members
-    /// kept in `fields`. Its bytes come too, for a value that is not UTF-8.
-    pub(super) fn value_into(&mut self, fields: &mut Fields<'a>) -> Scan<(Option<&'a str>, &'a [u8])> {
-        fields.members.whole = false;
-        fields.nested.whole = false;
-        fields.nested_key = b"";
-        fields.text = self.text;
-        self.peek();
-        let from = self.at;
-        if self.byte() != Some(b'{') || self.text.is_none() {
-            let text = self.value()?;
-            return Ok((text, self.bytes.get(from..self.at).unwrap_or_default()));
-        }
-        self.members_into(
-            &mut fields.members,
-            Some((&mut fields.nested, &mut fields.nested_key)),
-        )?;
-        Ok((self.slice(from, self.at), &[]))
-    }
-
-    /// An object's members into `spans`; those of the first member named
-    /// in [`NESTED`] whose value is an object into `nested`, and its name.
-    fn members_into<const N: usize, const M: usize>(
-        &mut self,
-        spans: &mut Spans<N>,
-        mut nested: Option<(&mut Spans<M>, &mut &'static [u8])>,
-    ) -> Scan<()> {
-        self.take(b'{')?;
-        spans.len = 0;
-        spans.whole = true;
-        let mut first = true;
-        while let Some(key) = self.key(&mut first)? {
-            let inner = match nested.as_mut() {
-                Some((inner, held)) if held.is_empty() && self.peek() == Some(b'{') => key
-                    .plain()
-                    .and_then(|plain| NESTED.into_iter().find(|name| *name == plain))
-                    .map(|name| {
-                        **held = name;
-                        inner
-                    }),
-                _ => None,
-            };
-            let (value_from, value_plain) = match inner {
-                Some(inner) => {
-                    let from = self.at;
-                    self.members_into(inner, None::<(&mut Spans<0>, &mut &'static [u8])>)?;
-                    (from, false)
-                }
-                None => self.member_value()?,
-            };
-            let span = Span {
-                key: (offset(key.from), offset(key.from + key.bytes.len())),
-                key_escaped: key.escaped,
-                value: (offset(value_from), offset(self.at)),
-                value_plain,
-            };
-            match spans.spans.get_mut(spans.len) {
-                Some(slot) if self.at <= u32::MAX as usize => {
-                    *slot = span;
-                    spans.len += 1;
-                }
-                _ => spans.whole = false,
-            }
-        }
-        Ok(())
-    }
-
-    /// Skips a member's value: where it starts, and whether it is a
-    /// string without escapes.
-    fn member_value(&mut self) -> Scan<(usize, bool)> {
-        let first = self.peek();
-        let from = self.at;
-        if first == Some(b'"') {
-            self.at += 1;
-            return Ok((from, !self.string()?));
-        }
-        self.skip()?;
-        Ok((from, false))
-    }
-
-    /// The next member's value, for a reader that scans an object again.
-    pub(super) fn field(&mut self) -> Scan<Option<Value<'a>>> {
-        let (from, plain_string) = self.member_value()?;
-        Ok(self.slice(from, self.at).map(|text| Value { text, plain_string }))
-    }
-
     /// A string's rest, after its opening quote, up to and with its
     /// closing one; whether it has escapes.
     #[inline(always)]
@@ -648,12 +474,6 @@ impl<'a> Scanner<'a> {
             }
         }
     }
-}
-
-/// An offset in a text that [`Fields`] keeps, which checks that the
-/// text's end fits.
-fn offset(at: usize) -> u32 {
-    u32::try_from(at).unwrap_or(u32::MAX)
 }
 
 /// How many bytes start `bytes` that a string holds as they are: not a
