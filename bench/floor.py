@@ -183,7 +183,9 @@ def at_equal_rate(concurrency):
     round to round. Per subject, a least-squares fit of CPU per create
     against 1 / rate over its rounds, read at the median rate of every
     round of that level: {level: {"creates_per_s": rate, "cpu_ms": {name:
-    ms}}}. Levels whose rounds' rates hardly differ are left out."""
+    ms}}}. A level where some subject's rates span less than a tenth is
+    left out: there the store's latency sets the rate (8 in flight behind
+    5 ms) and a fit would read noise as a slope."""
     out = {}
     levels = concurrency.get("floor", {})
     for level in sorted(levels, key=int):
@@ -192,9 +194,10 @@ def at_equal_rate(concurrency):
             for name, by_level in concurrency.items()
             if "creates_per_s_by_round" in (r := by_level.get(level, {}))
         }
-        rates = [rate for pts in points.values() for rate, _ in pts]
-        if len(rates) < 3 or max(rates) < 1.1 * min(rates):
+        spans = [max(rate for rate, _ in pts) / min(rate for rate, _ in pts) for pts in points.values() if pts]
+        if len(points) < 2 or min(spans) < 1.1 or min(len(pts) for pts in points.values()) < 3:
             continue
+        rates = [rate for pts in points.values() for rate, _ in pts]
         at = statistics.median(rates)
         cpu = {}
         for name, pts in points.items():
