@@ -28,7 +28,8 @@ MIN_JAVA  := 17
 MIN_NODE  := 20
 MIN_PYTHON := 3.11
 # What a first `make test` writes (target/ in debug and release, .tools/),
-# with room to spare; checked only while target/ does not exist yet.
+# with room to spare; checked only while cargo's target directory does
+# not exist yet.
 MIN_FREE_GB := 10
 comma := ,
 
@@ -112,7 +113,7 @@ check-cargo:
 # A full disk otherwise surfaces as whichever tool writes first failing
 # (npm's tar, rustc) with words that do not say why.
 check-disk:
-	@[ -d target ] || { free=$$(df -Pk . | awk 'NR == 2 { print int($$4 / 1048576) }'); \
+	@[ -d "$${CARGO_TARGET_DIR:-target}" ] || { free=$$(df -Pk . | awk 'NR == 2 { print int($$4 / 1048576) }'); \
 	   [ "$${free:-0}" -ge $(MIN_FREE_GB) ] \
 	   || $(call fail,a first build needs about $(MIN_FREE_GB) GB free on this disk but $${free:-0} GB are: free some space); }
 
