@@ -194,8 +194,8 @@ def at_equal_rate(concurrency):
             for name, by_level in concurrency.items()
             if "creates_per_s_by_round" in (r := by_level.get(level, {}))
         }
-        spans = [max(rate for rate, _ in pts) / min(rate for rate, _ in pts) for pts in points.values() if pts]
-        if len(points) < 2 or min(spans) < 1.1 or min(len(pts) for pts in points.values()) < 3:
+        # Rates that span a tenth also keep each fit's 1 / rate apart.
+        if len(points) < 2 or any(len(pts) < 3 or max(pts)[0] < 1.1 * min(pts)[0] for pts in points.values()):
             continue
         rates = [rate for pts in points.values() for rate, _ in pts]
         at = statistics.median(rates)
@@ -204,8 +204,6 @@ def at_equal_rate(concurrency):
             xs, ys = [1 / rate for rate, _ in pts], [ms for _, ms in pts]
             mx, my = statistics.fmean(xs), statistics.fmean(ys)
             sxx = sum((x - mx) ** 2 for x in xs)
-            if sxx == 0:
-                continue
             slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
             cpu[name] = my + slope * (1 / at - mx)
         if "floor" in cpu:

@@ -181,7 +181,7 @@ impl<'a> Fields<'a> {
         let mut fields = Self::default();
         // `key=value`, the key up to the first `=`: as none of the three
         // holds one, a key is known by the part's prefix.
-        for part in parts(header) {
+        for part in header.split(';').map(trim) {
             if let Some(value) = part.strip_prefix("Root=") {
                 fields.root = Some(value);
             } else if let Some(value) = part.strip_prefix("Parent=") {
@@ -192,28 +192,6 @@ impl<'a> Fields<'a> {
         }
         fields
     }
-}
-
-/// The parts of `header` between its `;`, each trimmed: `split(';')` and
-/// `str::trim`, by a byte loop (`split`'s searcher cost about twice as
-/// much on a header this short).
-fn parts(header: &str) -> impl Iterator<Item = &str> {
-    let mut rest = Some(header);
-    std::iter::from_fn(move || {
-        let current = rest?;
-        let part = match current.bytes().position(|byte| byte == b';') {
-            Some(at) => {
-                // `;` is ASCII: both sides of it are boundaries of chars.
-                rest = current.get(at + 1..);
-                current.get(..at).unwrap_or_default()
-            }
-            None => {
-                rest = None;
-                current
-            }
-        };
-        Some(trim(part))
-    })
 }
 
 /// `part` trimmed as `str::trim` trims it. A part that begins and ends
