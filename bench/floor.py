@@ -201,11 +201,8 @@ def at_equal_rate(concurrency):
         at = statistics.median(rates)
         cpu = {}
         for name, pts in points.items():
-            xs, ys = [1 / rate for rate, _ in pts], [ms for _, ms in pts]
-            mx, my = statistics.fmean(xs), statistics.fmean(ys)
-            sxx = sum((x - mx) ** 2 for x in xs)
-            slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-            cpu[name] = my + slope * (1 / at - mx)
+            fit = statistics.linear_regression([1 / rate for rate, _ in pts], [ms for _, ms in pts])
+            cpu[name] = fit.intercept + fit.slope / at
         if "floor" in cpu:
             out[level] = {"creates_per_s": at, "cpu_ms": cpu}
     return out
