@@ -130,6 +130,12 @@ async fn check_the_built_function(workers: usize) {
             Some(sent[id - 1].trace_id.as_str()),
             "the PutItem of plant {id}"
         );
+        // Set after signing: the signature never covers it.
+        let authorization = put.header("authorization").expect("a signed request");
+        assert!(
+            authorization.contains("SignedHeaders=") && !authorization.contains("x-amzn-trace-id"),
+            "{authorization}"
+        );
     }
     assert_eq!(others.len(), 1, "the pre-warm: {others:?}");
     assert_eq!(
