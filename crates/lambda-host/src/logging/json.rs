@@ -343,8 +343,13 @@ fn float(out: &mut String, value: f64) {
     let mut digits = [0u8; 40];
     let mut rest = &mut digits[..];
     let written = serde_json::to_writer(&mut rest, &value).map(|()| 40 - rest.len());
-    match written.ok().and_then(|len| digits.get(..len)) {
-        Some(digits) => out.push_str(&String::from_utf8_lossy(digits)),
+    // serde_json writes ASCII, so always UTF-8.
+    match written
+        .ok()
+        .and_then(|len| digits.get(..len))
+        .and_then(|digits| std::str::from_utf8(digits).ok())
+    {
+        Some(digits) => out.push_str(digits),
         None => out.push_str("null"),
     }
 }
