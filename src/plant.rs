@@ -70,13 +70,24 @@ impl PlantTag {
 }
 
 fn check_text(field: &'static str, value: &str, max_chars: usize) -> Result<(), BodyError> {
-    // One pass for the three checks, which are reported in this order.
-    let (mut chars, mut control, mut blank) = (0, false, true);
-    for c in value.chars() {
-        chars += 1;
-        control |= is_forbidden_control(c);
-        blank &= c.is_whitespace();
-    }
+    let (chars, control, blank) = if value.is_ascii() {
+        // What names nearly always are: a byte is a character.
+        let bytes = value.as_bytes();
+        (
+            bytes.len(),
+            bytes.iter().any(|&b| is_forbidden_control(char::from(b))),
+            bytes.iter().all(|&b| char::from(b).is_whitespace()),
+        )
+    } else {
+        // One pass for the three checks, which are reported in this order.
+        let (mut chars, mut control, mut blank) = (0, false, true);
+        for c in value.chars() {
+            chars += 1;
+            control |= is_forbidden_control(c);
+            blank &= c.is_whitespace();
+        }
+        (chars, control, blank)
+    };
     if chars == 0 || chars > max_chars {
         return Err(BodyError::OutOfBounds {
             field,
