@@ -98,7 +98,7 @@ impl<S: PlantStore> App<S> {
         let (status, body, extra_headers, created, error_code) = match &outcome {
             Ok((plant, created)) => (
                 StatusCode::OK,
-                json(&Plant::from(plant)),
+                Plant::from(plant).to_json(),
                 Vec::new(),
                 Some(*created),
                 None,

@@ -335,6 +335,21 @@ pub struct Plant<'a> {
     pub tag: Option<&'a str>,
 }
 
+impl Plant<'_> {
+    /// The 200 body: the bytes serde_json writes for it, written directly.
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(20 + self.name.len() + self.tag.map_or(0, str::len));
+        out.push_str(r#"{"name":"#);
+        crate::json::push_string(&mut out, self.name);
+        if let Some(tag) = self.tag {
+            out.push_str(r#","tag":"#);
+            crate::json::push_string(&mut out, tag);
+        }
+        out.push('}');
+        out
+    }
+}
+
 impl<'a> From<&'a NewPlant> for Plant<'a> {
     fn from(plant: &'a NewPlant) -> Self {
         Self {
@@ -792,6 +807,21 @@ mod tests {
             serde_json::to_string(&Plant::from(&without)).unwrap(),
             r#"{"name":"Fern"}"#
         );
+    }
+
+    #[test]
+    fn the_answer_is_the_bytes_serde_json_writes() {
+        let names = ["Fern", "a \"quoted\" \\ name", "ü🌱\u{7f}\u{85}", " "];
+        for name in names {
+            for tag in [None, Some("pteridophyte"), Some("\\"), Some("tag \"x\"")] {
+                let plant = Plant { name, tag };
+                assert_eq!(
+                    plant.to_json(),
+                    serde_json::to_string(&plant).unwrap(),
+                    "{plant:?}"
+                );
+            }
+        }
     }
 
     #[test]
