@@ -3,6 +3,7 @@
 //! envelope.
 
 /// `value` as a JSON string, escaped as serde_json escapes.
+#[inline]
 pub(crate) fn string(out: &mut String, value: &str) {
     out.push('"');
     escape(out, value);

@@ -271,9 +271,9 @@ struct Members<'a> {
 
 impl Members<'_> {
     fn key(&mut self, field: &Field) {
-        self.line.push(',');
-        string(self.line, field.name());
-        self.line.push(':');
+        self.line.push_str(",\"");
+        escape(self.line, field.name());
+        self.line.push_str("\":");
     }
 }
 

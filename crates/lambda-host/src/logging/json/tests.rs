@@ -120,6 +120,7 @@ fn every_line_is_the_bytes_tracing_subscribers_json_format_writes() {
                     unicode = "Monstera déliciosa 🌿 \u{2028}\u{feff}",
                     newline = "a\r\nb\tc",
                     empty = "",
+                    "a \"quoted\" key\\" = "in a key too",
                 );
             }),
         ),
