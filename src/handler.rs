@@ -76,8 +76,10 @@ impl<S: PlantStore> App<S> {
     /// takes the next one ([`deadline`] says why).
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let started = Instant::now();
+        let path = api_path(&request);
+        let set_aside = request.extensions().get::<SetAside>();
         let mut progress = Progress::default();
-        let work = self.create_plant(&request, &mut progress);
+        let work = self.create_plant(&request, path, set_aside, &mut progress);
         let finished = deadline::until(deadline::respond_by(&request), work).await;
         let outcome = finished.unwrap_or_else(|| Err(progress.cut_short()));
         let Progress {
@@ -89,12 +91,7 @@ impl<S: PlantStore> App<S> {
         let context = request.lambda_context_ref();
         let request_id = context.map(|context| context.request_id.as_str());
         // Rare: only a direct invoke's event needs repairs.
-        let repairs = request
-            .extensions()
-            .get::<SetAside>()
-            .filter(|repairs| repairs.any())
-            .map(SetAside::to_string);
-        let path = api_path(&request);
+        let repairs = set_aside.filter(|repairs| repairs.any()).map(SetAside::to_string);
         let (status, body, extra_headers, created, error_code) = match &outcome {
             Ok((plant, created)) => (
                 StatusCode::OK,
@@ -151,12 +148,15 @@ impl<S: PlantStore> App<S> {
     /// The checks run in the documented order: path, method, credentials,
     /// size, content type, body, store. Authentication comes before anything
     /// about the body, so an unauthenticated caller learns nothing about it.
+    /// `path` and `set_aside` are the request's, looked up once by `handle`.
     async fn create_plant(
         &self,
         request: &Request,
+        path: &str,
+        set_aside: Option<&SetAside>,
         progress: &mut Progress,
     ) -> Result<(NewPlant, Created), ApiError> {
-        if api_path(request) != PLANTS_PATH {
+        if path != PLANTS_PATH {
             return Err(ApiError::NotFound);
         }
         if request.method() != Method::POST {
@@ -171,11 +171,7 @@ impl<S: PlantStore> App<S> {
         if !is_json(request.headers()) {
             return Err(ApiError::UnsupportedMediaType);
         }
-        if request
-            .extensions()
-            .get::<SetAside>()
-            .is_some_and(|repairs| repairs.body_not_base64)
-        {
+        if set_aside.is_some_and(|repairs| repairs.body_not_base64) {
             return Err(BodyError::NotBase64.into());
         }
         let plant = NewPlant::from_json(body)?;
