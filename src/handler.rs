@@ -33,6 +33,9 @@ pub struct App<S> {
     store: S,
     authenticator: Authenticator,
     telemetry: Telemetry,
+    /// The headers of every answer, built once: cloning them costs less
+    /// than inserting each per request.
+    headers: HeaderMap,
 }
 
 impl<S: PlantStore> App<S> {
@@ -41,6 +44,7 @@ impl<S: PlantStore> App<S> {
             store,
             authenticator,
             telemetry: Telemetry::log_only(),
+            headers: header_template(),
         }
     }
 
@@ -72,8 +76,10 @@ impl<S: PlantStore> App<S> {
     /// takes the next one ([`deadline`] says why).
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let started = Instant::now();
+        let path = api_path(&request);
+        let set_aside = request.extensions().get::<SetAside>();
         let mut progress = Progress::default();
-        let work = self.create_plant(&request, &mut progress);
+        let work = self.create_plant(&request, path, set_aside, &mut progress);
         let finished = deadline::until(deadline::respond_by(&request), work).await;
         let outcome = finished.unwrap_or_else(|| Err(progress.cut_short()));
         let Progress {
@@ -85,16 +91,11 @@ impl<S: PlantStore> App<S> {
         let context = request.lambda_context_ref();
         let request_id = context.map(|context| context.request_id.as_str());
         // Rare: only a direct invoke's event needs repairs.
-        let repairs = request
-            .extensions()
-            .get::<SetAside>()
-            .filter(|repairs| repairs.any())
-            .map(SetAside::to_string);
-        let path = api_path(&request);
+        let repairs = set_aside.filter(|repairs| repairs.any()).map(SetAside::to_string);
         let (status, body, extra_headers, created, error_code) = match &outcome {
             Ok((plant, created)) => (
                 StatusCode::OK,
-                json(&Plant::from(plant)),
+                Plant::from(plant).to_json(),
                 Vec::new(),
                 Some(*created),
                 None,
@@ -131,14 +132,7 @@ impl<S: PlantStore> App<S> {
 
         let mut response = Response::new(Body::from(body));
         *response.status_mut() = status;
-        let headers = response.headers_mut();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-        if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(id).ok()) {
-            headers.insert(X_REQUEST_ID, id);
-        }
-        headers.extend(extra_headers);
+        *response.headers_mut() = answer_headers(&self.headers, request_id, extra_headers);
         // The SERVER span's route (none matched a 404's path) and error code.
         let mut span = SpanDetails::default();
         if path == PLANTS_PATH {
@@ -154,12 +148,15 @@ impl<S: PlantStore> App<S> {
     /// The checks run in the documented order: path, method, credentials,
     /// size, content type, body, store. Authentication comes before anything
     /// about the body, so an unauthenticated caller learns nothing about it.
+    /// `path` and `set_aside` are the request's, looked up once by `handle`.
     async fn create_plant(
         &self,
         request: &Request,
+        path: &str,
+        set_aside: Option<&SetAside>,
         progress: &mut Progress,
     ) -> Result<(NewPlant, Created), ApiError> {
-        if api_path(request) != PLANTS_PATH {
+        if path != PLANTS_PATH {
             return Err(ApiError::NotFound);
         }
         if request.method() != Method::POST {
@@ -174,11 +171,7 @@ impl<S: PlantStore> App<S> {
         if !is_json(request.headers()) {
             return Err(ApiError::UnsupportedMediaType);
         }
-        if request
-            .extensions()
-            .get::<SetAside>()
-            .is_some_and(|repairs| repairs.body_not_base64)
-        {
+        if set_aside.is_some_and(|repairs| repairs.body_not_base64) {
             return Err(BodyError::NotBase64.into());
         }
         let plant = NewPlant::from_json(body)?;
@@ -214,6 +207,41 @@ impl Progress {
             None => Waiting::Issuer,
         })
     }
+}
+
+/// An answer's headers: the template's, the request's id when it can be a
+/// header value, then the error's own.
+fn answer_headers(
+    template: &HeaderMap,
+    request_id: Option<&str>,
+    extra_headers: Vec<(HeaderName, HeaderValue)>,
+) -> HeaderMap {
+    let mut headers = template.clone();
+    // The id's slot is the last of the template's, so filling or removing
+    // it leaves the others in their order.
+    match request_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+        Some(id) => {
+            if let Some(slot) = headers.get_mut(X_REQUEST_ID) {
+                *slot = id;
+            }
+        }
+        None => {
+            headers.remove(X_REQUEST_ID);
+        }
+    }
+    headers.extend(extra_headers);
+    headers
+}
+
+/// The headers every answer carries, in their order, with a slot for
+/// `x-request-id` last.
+fn header_template() -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(4);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(X_REQUEST_ID, HeaderValue::from_static(""));
+    headers
 }
 
 /// The path the client asked of the API, whatever the front door (the
@@ -268,6 +296,59 @@ mod tests {
             headers.append(CONTENT_TYPE, HeaderValue::from_str(value).unwrap());
         }
         headers
+    }
+
+    /// How the headers were built before the template: one insert each.
+    fn inserted_one_by_one(
+        request_id: Option<&str>,
+        extra_headers: Vec<(HeaderName, HeaderValue)>,
+    ) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+        if let Some(id) = request_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            headers.insert(X_REQUEST_ID, id);
+        }
+        headers.extend(extra_headers);
+        headers
+    }
+
+    #[test]
+    fn an_answers_headers_are_the_same_and_in_the_same_order_as_inserted_one_by_one() {
+        let template = header_template();
+        let challenge = || {
+            vec![(
+                lambda_http::http::header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer"),
+            )]
+        };
+        let two = || {
+            vec![
+                (lambda_http::http::header::ALLOW, HeaderValue::from_static("POST")),
+                (
+                    lambda_http::http::header::RETRY_AFTER,
+                    HeaderValue::from_static("1"),
+                ),
+            ]
+        };
+        let cases = [
+            ("an id", Some("c6af9ac6-7b61-11e6-9a41-93e812345678"), Vec::new()),
+            ("an id and a challenge", Some("req-1"), challenge()),
+            ("no id", None, Vec::new()),
+            ("no id, two more", None, two()),
+            ("an id that is no header value", Some("a\nb"), challenge()),
+            ("an empty id", Some(""), Vec::new()),
+        ];
+        for (name, request_id, extra) in cases {
+            let ours = answer_headers(&template, request_id, extra.clone());
+            let theirs = inserted_one_by_one(request_id, extra);
+            assert_eq!(
+                ours.iter().collect::<Vec<_>>(),
+                theirs.iter().collect::<Vec<_>>(),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod handler;
+mod json;
 pub mod log;
 pub mod plant;
 pub mod store;

@@ -46,7 +46,12 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
         (Some(_), Some(_)) => return Err(AuthError::InvalidToken),
     };
     let value = value.to_str().map_err(|_| AuthError::InvalidToken)?;
-    let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
+    // The scheme as RFC 6750 spells it, which nearly every client sends,
+    // is settled without a search for the space.
+    let (scheme, token) = match value.strip_prefix("Bearer ") {
+        Some(token) => ("Bearer", token),
+        None => value.split_once(' ').unwrap_or((value, "")),
+    };
     if !scheme.eq_ignore_ascii_case("bearer") {
         return Err(AuthError::MissingCredentials);
     }
@@ -224,6 +229,8 @@ mod tests {
             &[b"Basic dXNlcjpwYXNz"],
             &[b"Bearer"],
             &[b"Bearer "],
+            &[b"Bearerabc"],
+            &[b"Bearer\tabc"],
             &[b"Token abc"],
             &[b""],
         ];

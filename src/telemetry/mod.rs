@@ -278,7 +278,7 @@ impl Template {
         ] {
             if let Some(id) = id {
                 line.extend_from_slice(name);
-                json(line, id);
+                crate::json::write_string(line, id);
             }
         }
         line.push(b'}');

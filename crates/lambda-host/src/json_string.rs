@@ -3,6 +3,7 @@
 //! envelope.
 
 /// `value` as a JSON string, escaped as serde_json escapes.
+#[inline]
 pub(crate) fn string(out: &mut String, value: &str) {
     out.push('"');
     escape(out, value);
@@ -45,26 +46,65 @@ pub(crate) fn escape(out: &mut String, value: &str) {
 }
 
 /// The index of the first byte that [`escape`] escapes, eight bytes at a
-/// time while none does: most values have none, and are copied whole.
+/// time while none does: most values have none, and are copied whole. A
+/// value's last bytes are read as one word too, overlapping the word before.
 fn first_to_escape(bytes: &[u8]) -> Option<usize> {
+    let mut clean = 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        if word_needs_escape(chunk) {
+            return position(chunk).map(|offset| clean + offset);
+        }
+        clean += 8;
+    }
+    let rest = chunks.remainder();
+    if rest.is_empty() {
+        return None;
+    }
+    match bytes.last_chunk::<8>() {
+        Some(last) => {
+            if !word_needs_escape(last) {
+                return None;
+            }
+            // The overlap was clean, so what is found is in `rest`.
+            position(rest).map(|offset| clean + offset)
+        }
+        None => position(rest).map(|offset| clean + offset),
+    }
+}
+
+/// Whether one of eight bytes is escaped.
+fn word_needs_escape(chunk: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     // Non-zero when a byte of `word` is below `n` (n <= 0x80).
     let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS;
-    let mut clean = 0;
-    for chunk in bytes.chunks_exact(8) {
-        let word = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default());
-        let found = below(word, 0x20)
-            | below(word ^ (ONES * u64::from(b'"')), 1)
-            | below(word ^ (ONES * u64::from(b'\\')), 1);
-        if found != 0 {
-            break;
-        }
-        clean += 8;
-    }
-    let rest = bytes.get(clean..)?;
-    let offset = rest
-        .iter()
-        .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?;
-    Some(clean + offset)
+    let word = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default());
+    let found = below(word, 0x20)
+        | below(word ^ (ONES * u64::from(b'"')), 1)
+        | below(word ^ (ONES * u64::from(b'\\')), 1);
+    found != 0
 }
+
+fn position(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .iter()
+        .position(|&byte| ESCAPED.get(usize::from(byte)).copied().unwrap_or(true))
+}
+
+/// The bytes [`escape`] escapes.
+#[allow(
+    clippy::indexing_slicing,
+    reason = "evaluated by the compiler, which refuses an index out of bounds"
+)]
+static ESCAPED: [bool; 256] = {
+    let mut escaped = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        escaped[byte] = true;
+        byte += 1;
+    }
+    escaped[b'"' as usize] = true;
+    escaped[b'\\' as usize] = true;
+    escaped
+};

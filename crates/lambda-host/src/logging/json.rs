@@ -13,13 +13,14 @@
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 
+use lambda_http::tracing::callsite::Identifier;
 use lambda_http::tracing::field::{Field, Visit};
 use lambda_http::tracing::span::Record;
 use lambda_http::tracing::subscriber::field::RecordFields;
 use lambda_http::tracing::subscriber::fmt::format::{FormatEvent, FormatFields, JsonFields, Writer};
 use lambda_http::tracing::subscriber::fmt::{FmtContext, FormattedFields};
 use lambda_http::tracing::subscriber::registry::{LookupSpan, SpanRef};
-use lambda_http::tracing::{Event, Level, Subscriber};
+use lambda_http::tracing::{Event, Level, Metadata, Subscriber};
 
 use crate::json_string::{escape, string};
 
@@ -28,7 +29,64 @@ use crate::json_string::{escape, string};
 pub(super) struct JsonLine;
 
 thread_local! {
-    static LINE: RefCell<String> = const { RefCell::new(String::new()) };
+    static LINE: RefCell<Buffers> = RefCell::new(Buffers::default());
+}
+
+/// What a thread keeps between lines: the line's buffer and the keys of
+/// the last event callsite it wrote.
+#[derive(Default)]
+struct Buffers {
+    line: String,
+    keys: Keys,
+}
+
+/// The keys of one event callsite, each written as `,"name":`, so that
+/// the next line from the same callsite (the request line, every
+/// invocation) copies them rather than escaping each name again. Bounded
+/// by the largest field set seen.
+#[derive(Default)]
+struct Keys {
+    callsite: Option<Identifier>,
+    written: String,
+    /// Where each field's key ends in `written`, by the field's index.
+    ends: Vec<usize>,
+}
+
+impl Keys {
+    /// Makes these the keys of `metadata`'s fields.
+    fn hold(&mut self, metadata: &'static Metadata<'static>) {
+        let callsite = metadata.callsite();
+        if self.callsite.as_ref() == Some(&callsite) {
+            return;
+        }
+        self.written.clear();
+        self.ends.clear();
+        for field in metadata.fields() {
+            write_key(&mut self.written, field.name());
+            self.ends.push(self.written.len());
+        }
+        self.callsite = Some(callsite);
+    }
+
+    /// `field`'s key, if it is one of the fields held.
+    fn get(&self, field: &Field) -> Option<&str> {
+        if self.callsite.as_ref() != Some(&field.callsite()) {
+            return None;
+        }
+        let index = field.index();
+        let start = match index.checked_sub(1) {
+            Some(before) => *self.ends.get(before)?,
+            None => 0,
+        };
+        self.written.get(start..*self.ends.get(index)?)
+    }
+}
+
+/// `,"name":`, the name escaped.
+fn write_key(out: &mut String, name: &str) {
+    out.push_str(",\"");
+    escape(out, name);
+    out.push_str("\":");
 }
 
 impl<S, N> FormatEvent<S, N> for JsonLine
@@ -42,24 +100,26 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        LINE.with(|buffer| match buffer.try_borrow_mut() {
-            Ok(mut line) => {
+        LINE.with(|buffers| match buffers.try_borrow_mut() {
+            Ok(mut buffers) => {
+                let Buffers { line, keys } = &mut *buffers;
                 line.clear();
-                write_line(&mut line, ctx, event);
-                writer.write_str(&line)
+                keys.hold(event.metadata());
+                write_line(line, Some(keys), ctx, event);
+                writer.write_str(line)
             }
             // In use by a line being written on this thread (tracing's
             // dispatcher allows none today): a buffer of its own.
             Err(_) => {
                 let mut line = String::new();
-                write_line(&mut line, ctx, event);
+                write_line(&mut line, None, ctx, event);
                 writer.write_str(&line)
             }
         })
     }
 }
 
-fn write_line<S, N>(line: &mut String, ctx: &FmtContext<'_, S, N>, event: &Event<'_>)
+fn write_line<S, N>(line: &mut String, keys: Option<&Keys>, ctx: &FmtContext<'_, S, N>, event: &Event<'_>)
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'w> FormatFields<'w> + 'static,
@@ -72,7 +132,7 @@ where
         .parent()
         .and_then(|id| ctx.span(id))
         .or_else(|| ctx.lookup_current());
-    event.record(&mut Members { line });
+    event.record(&mut Members { line, keys });
     if let Some(span) = span {
         line.push_str(r#","span":"#);
         write_span::<S, N>(line, &span);
@@ -267,13 +327,15 @@ impl Visit for Sorted {
 /// records them, each value as tracing-serde writes it.
 struct Members<'a> {
     line: &'a mut String,
+    keys: Option<&'a Keys>,
 }
 
 impl Members<'_> {
     fn key(&mut self, field: &Field) {
-        self.line.push(',');
-        string(self.line, field.name());
-        self.line.push(':');
+        match self.keys.and_then(|keys| keys.get(field)) {
+            Some(key) => self.line.push_str(key),
+            None => write_key(self.line, field.name()),
+        }
     }
 }
 
@@ -343,8 +405,13 @@ fn float(out: &mut String, value: f64) {
     let mut digits = [0u8; 40];
     let mut rest = &mut digits[..];
     let written = serde_json::to_writer(&mut rest, &value).map(|()| 40 - rest.len());
-    match written.ok().and_then(|len| digits.get(..len)) {
-        Some(digits) => out.push_str(&String::from_utf8_lossy(digits)),
+    // serde_json writes ASCII, so always UTF-8.
+    match written
+        .ok()
+        .and_then(|len| digits.get(..len))
+        .and_then(|digits| std::str::from_utf8(digits).ok())
+    {
+        Some(digits) => out.push_str(digits),
         None => out.push_str("null"),
     }
 }

@@ -120,6 +120,7 @@ fn every_line_is_the_bytes_tracing_subscribers_json_format_writes() {
                     unicode = "Monstera déliciosa 🌿 \u{2028}\u{feff}",
                     newline = "a\r\nb\tc",
                     empty = "",
+                    "a \"quoted\" key\\" = "in a key too",
                 );
             }),
         ),
@@ -247,10 +248,26 @@ fn every_line_is_the_bytes_tracing_subscribers_json_format_writes() {
 }
 
 #[test]
+fn lines_from_callsites_that_take_turns_each_keep_their_own_keys() {
+    let (ours, theirs) = both(&|| {
+        for round in 0..3_u64 {
+            let absent: Option<u64> = None;
+            tracing::info!(request_id = "r", error = absent, status = 200_u16, "request");
+            tracing::warn!("a \"key\"" = round, status = 503_u16, other = "x", "other");
+            if round == 1 {
+                tracing::error!(cause = "c", "request failed");
+            }
+        }
+    });
+    assert_eq!(ours.lines().count(), 7, "{ours}");
+    assert_eq!(ours, theirs);
+}
+
+#[test]
 fn a_line_written_while_the_threads_buffer_is_in_use_is_written_whole() {
     let (ours, theirs) = both(&|| {
-        LINE.with(|line| {
-            let _in_use = line.borrow_mut();
+        LINE.with(|buffers| {
+            let _in_use = buffers.borrow_mut();
             tracing::info!(value = "kept", "while in use");
         });
     });
