@@ -46,7 +46,19 @@ impl<'a> Str<'a> {
 
     /// The string as `serde_json` reads it into a `str`: `None` if it is
     /// not UTF-8 or has a lone surrogate.
+    #[inline]
     pub(super) fn text(self) -> Option<Cow<'a, str>> {
+        match self.whole {
+            // Its ends are next to quotes: always char boundaries.
+            Some(whole) if !self.escaped => whole
+                .get(self.from..self.from + self.bytes.len())
+                .map(Cow::Borrowed),
+            _ => self.text_slow(),
+        }
+    }
+
+    #[cold]
+    fn text_slow(self) -> Option<Cow<'a, str>> {
         let raw = match self.whole {
             Some(whole) => whole.get(self.from..self.from + self.bytes.len())?,
             None => std::str::from_utf8(self.bytes).ok()?,
@@ -485,16 +497,18 @@ impl<'a> Scanner<'a> {
 fn plain_len(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGHS: u64 = ONES << 7;
-    let zero_at = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    // Bytes below `n` (at most 128), flagged by their high bit.
+    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS;
     let mut len = 0;
     while let Some(eight) = bytes.get(len..len + 8) {
         let Ok(eight) = <[u8; 8]>::try_from(eight) else {
             break;
         };
         let word = u64::from_le_bytes(eight);
-        let flags = zero_at(word ^ (ONES * u64::from(b'"')))
-            | zero_at(word ^ (ONES * u64::from(b'\\')))
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
+        // With bit 1 flipped, a quote is 0x20 and a control character
+        // stays below it, while 0x20, 0x21 and 0x23 go above: one test
+        // for both.
+        let flags = below(word ^ (ONES * 0x02), 0x21) | below(word ^ (ONES * u64::from(b'\\')), 1);
         if flags != 0 {
             return len + (flags.trailing_zeros() / 8) as usize;
         }
@@ -557,6 +571,21 @@ mod tests {
             ("é€\u{7f}\"", 6),
         ] {
             assert_eq!(plain_len(text.as_bytes()), len, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn every_byte_ends_a_string_exactly_when_json_says_it_does() {
+        for byte in 0..=u8::MAX {
+            let ends = byte == b'"' || byte == b'\\' || byte < 0x20;
+            for at in 0..20 {
+                let mut bytes = vec![b'a'; 20];
+                bytes[at] = byte;
+                // A byte that ends it after the first: the first is found.
+                bytes[19] = b'"';
+                let len = if ends || at == 19 { at } else { 19 };
+                assert_eq!(plain_len(&bytes), len, "{byte:#04x} at {at}");
+            }
         }
     }
 
