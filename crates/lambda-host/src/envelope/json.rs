@@ -216,6 +216,12 @@ impl<'a> Scanner<'a> {
                     break;
                 }
             }
+            // The indentation's end: most often a token.
+            if let Some(byte) = self.byte()
+                && byte > b' '
+            {
+                return Some(byte);
+            }
         }
         while let Some(byte) = self.byte() {
             if !matches!(byte, b' ' | b'\n' | b'\t' | b'\r') {
@@ -233,6 +239,17 @@ impl<'a> Scanner<'a> {
         }
         self.at += 1;
         Ok(())
+    }
+
+    /// Where the next value starts, past whitespace.
+    pub(super) fn mark(&mut self) -> usize {
+        self.peek();
+        self.at
+    }
+
+    /// The bytes from `from` ([`Scanner::mark`]) to here.
+    pub(super) fn since(&self, from: usize) -> &'a [u8] {
+        self.bytes.get(from..self.at).unwrap_or_default()
     }
 
     /// Nothing but whitespace is left.

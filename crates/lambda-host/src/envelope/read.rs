@@ -455,6 +455,8 @@ pub(super) struct Headers<'a> {
     present: bool,
     names: usize,
     value: HeadersValue<'a>,
+    /// The member's text, which its values are slices of.
+    text: &'a [u8],
 }
 
 #[derive(Default)]
@@ -516,7 +518,7 @@ impl<'a> Headers<'a> {
             HeadersValue::Object(pairs) => pairs,
         };
         let mut map = HeaderMap::with_capacity(pairs.len());
-        let mut shared = SharedValues::of(pairs);
+        let mut shared = SharedValues::of(self.text);
         for (name, item) in pairs {
             let name = header_name(name)?;
             match item {
@@ -605,40 +607,32 @@ fn other_header_name(name: &str) -> Read<HeaderName> {
     }
 }
 
-/// The member's string values copied once, in their order, into one
-/// buffer that the map's values share: one allocation for all of them
-/// rather than one each (`HeaderValue::from_str` copies its text).
-struct SharedValues {
+/// The member's text copied once, whose slices the map's values share:
+/// one allocation and one copy for all of them rather than one each
+/// (`HeaderValue::from_str` copies its text).
+struct SharedValues<'a> {
+    text: &'a [u8],
     bytes: Bytes,
-    at: usize,
 }
 
-impl SharedValues {
-    fn of(pairs: &[(Cow<'_, str>, HeaderItem<'_>)]) -> Self {
-        let values = || {
-            pairs.iter().flat_map(|(_, item)| match item {
-                HeaderItem::One(value) | HeaderItem::OneOfList(value) => std::slice::from_ref(value),
-                HeaderItem::Strings(values) => values.as_slice(),
-                HeaderItem::Bytes(_) | HeaderItem::Other => &[],
-            })
-        };
-        let mut buffer = Vec::with_capacity(values().map(|value| value.len()).sum());
-        for value in values() {
-            buffer.extend_from_slice(value.as_bytes());
-        }
+impl<'a> SharedValues<'a> {
+    fn of(text: &'a [u8]) -> Self {
         Self {
-            bytes: Bytes::from(buffer),
-            at: 0,
+            text,
+            bytes: Bytes::copy_from_slice(text),
         }
     }
 
-    /// `value`'s bytes, `value` being the next string value in the order
-    /// [`SharedValues::of`] copied them.
+    /// `value`'s bytes: a slice of the copy if `value` is a slice of the
+    /// member's text (no escape in it), else a copy of its own.
     fn next(&mut self, value: &str) -> Bytes {
-        let end = self.at.saturating_add(value.len()).min(self.bytes.len());
-        let bytes = self.bytes.slice(self.at.min(end)..end);
-        self.at = end;
-        bytes
+        let from = value.as_ptr().addr().wrapping_sub(self.text.as_ptr().addr());
+        let to = from.wrapping_add(value.len());
+        // In the text's range, it is a slice of the text.
+        if from <= to && to <= self.bytes.len() {
+            return self.bytes.slice(from..to);
+        }
+        Bytes::copy_from_slice(value.as_bytes())
     }
 }
 
@@ -670,6 +664,7 @@ fn append_split(map: &mut HeaderMap, name: &HeaderName, value: &str, bytes: Byte
 /// reading reads them; its values are kept for the header map, which
 /// refuses what is not a header.
 fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
+    let from = scan.mark();
     let value = match scan.kind()? {
         Kind::Object => {
             scan.object()?;
@@ -708,6 +703,7 @@ fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
             _ => 0,
         },
         value,
+        text: scan.since(from),
     })
 }
 
