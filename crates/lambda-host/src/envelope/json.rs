@@ -455,6 +455,18 @@ impl<'a> Scanner<'a> {
     /// One value, nested as deep as it is: the open containers are a
     /// stack of bits, not a recursion.
     fn skip(&mut self) -> Scan<()> {
+        // A scalar, most often `null`, without the nesting's stack.
+        match self.peek() {
+            Some(b'"') => {
+                self.at += 1;
+                return self.string().map(drop);
+            }
+            Some(b'-' | b'0'..=b'9') => return self.number(),
+            Some(b'n') => return self.literal(b"null"),
+            Some(b't') => return self.literal(b"true"),
+            Some(b'f') => return self.literal(b"false"),
+            _ => {}
+        }
         let mut open = Nesting::default();
         loop {
             match self.peek() {

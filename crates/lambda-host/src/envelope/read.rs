@@ -567,24 +567,25 @@ fn header_name(name: &str) -> Read<HeaderName> {
         ACCEPT, ACCEPT_ENCODING, ACCEPT_LANGUAGE, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST,
         ORIGIN, REFERER, USER_AGENT,
     };
-    // The names front doors send, as they send them: `from_bytes` would
-    // copy each through a table to find the same constant.
+    // The names front doors send, as they send them (a REST API passes
+    // on the client's case): `from_bytes` would copy each through a
+    // table to find the same constant.
     let known = match name {
-        "accept" => ACCEPT,
-        "accept-encoding" => ACCEPT_ENCODING,
-        "accept-language" => ACCEPT_LANGUAGE,
-        "authorization" => AUTHORIZATION,
-        "content-length" => CONTENT_LENGTH,
-        "content-type" => CONTENT_TYPE,
-        "cookie" => COOKIE,
-        "host" => HOST,
-        "origin" => ORIGIN,
-        "referer" => REFERER,
-        "user-agent" => USER_AGENT,
-        "x-amzn-trace-id" => X_AMZN_TRACE_ID,
-        "x-forwarded-for" => X_FORWARDED_FOR,
-        "x-forwarded-port" => X_FORWARDED_PORT,
-        "x-forwarded-proto" => X_FORWARDED_PROTO,
+        "accept" | "Accept" => ACCEPT,
+        "accept-encoding" | "Accept-Encoding" => ACCEPT_ENCODING,
+        "accept-language" | "Accept-Language" => ACCEPT_LANGUAGE,
+        "authorization" | "Authorization" => AUTHORIZATION,
+        "content-length" | "Content-Length" => CONTENT_LENGTH,
+        "content-type" | "Content-Type" => CONTENT_TYPE,
+        "cookie" | "Cookie" => COOKIE,
+        "host" | "Host" => HOST,
+        "origin" | "Origin" => ORIGIN,
+        "referer" | "Referer" => REFERER,
+        "user-agent" | "User-Agent" => USER_AGENT,
+        "x-amzn-trace-id" | "X-Amzn-Trace-Id" => X_AMZN_TRACE_ID,
+        "x-forwarded-for" | "X-Forwarded-For" => X_FORWARDED_FOR,
+        "x-forwarded-port" | "X-Forwarded-Port" => X_FORWARDED_PORT,
+        "x-forwarded-proto" | "X-Forwarded-Proto" => X_FORWARDED_PROTO,
         _ => return other_header_name(name),
     };
     Ok(known)
@@ -824,5 +825,54 @@ impl<'de> Visitor<'de> for TextVisitor {
 
     fn visit_string<E>(self, value: String) -> Result<Text<'de>, E> {
         Ok(Text(Cow::Owned(value)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_name_is_the_one_from_bytes_makes_in_any_case() {
+        let names = [
+            "accept",
+            "accept-encoding",
+            "accept-language",
+            "authorization",
+            "content-length",
+            "content-type",
+            "cookie",
+            "host",
+            "origin",
+            "referer",
+            "user-agent",
+            "x-amzn-trace-id",
+            "x-forwarded-for",
+            "x-forwarded-port",
+            "x-forwarded-proto",
+            "cloudfront-viewer-country",
+            "x-custom",
+        ];
+        let title = |name: &str| {
+            name.split('-')
+                .map(|word| {
+                    let mut chars = word.chars();
+                    chars
+                        .next()
+                        .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                        .unwrap_or_default()
+                })
+                .collect::<Vec<_>>()
+                .join("-")
+        };
+        for lower in names {
+            for name in [lower.to_owned(), title(lower), lower.to_ascii_uppercase()] {
+                let expected = HeaderName::from_bytes(name.as_bytes()).expect("a header name");
+                let name_read = header_name(&name).expect("a header name");
+                assert_eq!(name_read, expected, "{name}");
+                assert_eq!(name_read.as_str(), lower, "{name}");
+            }
+        }
+        assert!(header_name("bad name").is_err());
     }
 }
