@@ -282,6 +282,40 @@ impl<'a> Scanner<'a> {
         Ok(Some(key))
     }
 
+    /// [`Scanner::key`] read into a `str` as [`Str::text`] reads it;
+    /// `Some(None)` for a key that is no `str`.
+    #[inline(always)]
+    pub(super) fn key_text(&mut self, first: &mut bool) -> Scan<Option<Option<Cow<'a, str>>>> {
+        if !self.next_item(b'}', first)? {
+            return Ok(None);
+        }
+        self.take(b'"')?;
+        let key = self.str_text()?;
+        self.take(b':')?;
+        Ok(Some(key))
+    }
+
+    /// [`Scanner::str`] read into a `str` as [`Str::text`] reads it: a
+    /// string without escapes is the slice between its quotes, which is
+    /// text when the event is.
+    #[inline(always)]
+    pub(super) fn text_of_str(&mut self) -> Scan<Option<Cow<'a, str>>> {
+        self.take(b'"')?;
+        self.str_text()
+    }
+
+    #[inline(always)]
+    fn str_text(&mut self) -> Scan<Option<Cow<'a, str>>> {
+        let from = self.at;
+        let rest = self.bytes.get(from..).unwrap_or_default();
+        let len = plain_len(rest);
+        if let (Some(b'"'), Some(text)) = (rest.get(len), self.text) {
+            self.at = from + len + 1;
+            return Ok(text.get(from..from + len).map(Cow::Borrowed));
+        }
+        Ok(self.str_rest()?.text())
+    }
+
     /// Enters an array; `Ok(false)` if the next value is not one.
     pub(super) fn array(&mut self) -> Scan<bool> {
         if self.peek() != Some(b'[') {
@@ -401,11 +435,16 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn literal(&mut self, word: &[u8]) -> Scan<()> {
-        if !self.bytes.get(self.at..).unwrap_or_default().starts_with(word) {
+    fn literal<const N: usize>(&mut self, word: &[u8; N]) -> Scan<()> {
+        // Compared as one word, not by a call to `memcmp`.
+        let here = self
+            .bytes
+            .get(self.at..self.at + N)
+            .and_then(|here| <&[u8; N]>::try_from(here).ok());
+        if here != Some(word) {
             return Err(Invalid);
         }
-        self.at += word.len();
+        self.at += N;
         Ok(())
     }
 

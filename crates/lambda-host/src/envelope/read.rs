@@ -672,8 +672,8 @@ fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
             // What a front door's request usually has, in one allocation.
             let mut pairs = Vec::with_capacity(16);
             let mut first = true;
-            while let Some(name) = scan.key(&mut first)? {
-                pairs.push((name.text().ok_or(Invalid)?, scan_item(scan)?));
+            while let Some(name) = scan.key_text(&mut first)? {
+                pairs.push((name.ok_or(Invalid)?, scan_item(scan)?));
             }
             HeadersValue::Object(pairs)
         }
@@ -714,7 +714,7 @@ fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
 /// [`HeaderItem::Other`].
 fn scan_item<'a>(scan: &mut Scanner<'a>) -> Scan<HeaderItem<'a>> {
     match scan.kind()? {
-        Kind::String => Ok(scan.str()?.text().map_or(HeaderItem::Other, HeaderItem::One)),
+        Kind::String => Ok(scan.text_of_str()?.map_or(HeaderItem::Other, HeaderItem::One)),
         Kind::Array => {
             scan.array()?;
             // A list of one string, as a REST API's `multiValueHeaders`
@@ -726,7 +726,7 @@ fn scan_item<'a>(scan: &mut Scanner<'a>) -> Scan<HeaderItem<'a>> {
             let mut first = true;
             while scan.element(&mut first)? {
                 match scan.kind()? {
-                    Kind::String => match scan.str()?.text() {
+                    Kind::String => match scan.text_of_str()? {
                         Some(text) if first_string.is_none() => first_string = Some(text),
                         Some(text) => strings.push(text),
                         None => other = true,
