@@ -93,7 +93,7 @@ fn unescaped(inner: &str) -> Option<String> {
     loop {
         // The scan found no quote or control character in it: the run
         // ends at a backslash or at the end.
-        let slash = search + plain_len(bytes.get(search..)?);
+        let slash = search + backslash_at(bytes.get(search..)?);
         if slash >= bytes.len() {
             break;
         }
@@ -589,6 +589,27 @@ fn plain_len(bytes: &[u8]) -> usize {
         .unwrap_or(rest.len())
 }
 
+/// Where the first backslash in `bytes` is, or its length: eight bytes
+/// at a time, as [`plain_len`] but for the one byte.
+fn backslash_at(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES << 7;
+    let mut len = 0;
+    while let Some(eight) = bytes.get(len..len + 8) {
+        let Ok(eight) = <[u8; 8]>::try_from(eight) else {
+            break;
+        };
+        let word = u64::from_le_bytes(eight) ^ (ONES * u64::from(b'\\'));
+        let flags = word.wrapping_sub(ONES) & !word & HIGHS;
+        if flags != 0 {
+            return len + (flags.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    let rest = bytes.get(len..).unwrap_or_default();
+    len + rest.iter().position(|&byte| byte == b'\\').unwrap_or(rest.len())
+}
+
 /// The containers a value is inside, innermost last: a bit each, `true`
 /// for an object; the first 64 without an allocation.
 #[derive(Default)]
@@ -655,6 +676,21 @@ mod tests {
                 assert_eq!(plain_len(&bytes), len, "{byte:#04x} at {at}");
             }
         }
+    }
+
+    #[test]
+    fn a_run_ends_at_its_first_backslash() {
+        for byte in 0..=u8::MAX {
+            for at in 0..20 {
+                let mut bytes = vec![b'a'; 20];
+                bytes[at] = byte;
+                bytes[19] = b'\\';
+                let len = if byte == b'\\' || at == 19 { at } else { 19 };
+                assert_eq!(backslash_at(&bytes), len, "{byte:#04x} at {at}");
+            }
+        }
+        assert_eq!(backslash_at(b""), 0);
+        assert_eq!(backslash_at(b"abc"), 3);
     }
 
     #[test]

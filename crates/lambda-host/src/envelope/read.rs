@@ -561,11 +561,15 @@ const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
 const X_FORWARDED_PORT: HeaderName = HeaderName::from_static("x-forwarded-port");
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+/// Added by a function URL, and by CloudFront before a REST API.
+const X_AMZN_TLS_CIPHER_SUITE: HeaderName = HeaderName::from_static("x-amzn-tls-cipher-suite");
+const X_AMZN_TLS_VERSION: HeaderName = HeaderName::from_static("x-amzn-tls-version");
+const X_AMZ_CF_ID: HeaderName = HeaderName::from_static("x-amz-cf-id");
 
 fn header_name(name: &str) -> Read<HeaderName> {
     use lambda_http::http::header::{
         ACCEPT, ACCEPT_ENCODING, ACCEPT_LANGUAGE, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST,
-        ORIGIN, REFERER, USER_AGENT,
+        ORIGIN, REFERER, USER_AGENT, VIA,
     };
     // The names front doors send, as they send them (a REST API passes
     // on the client's case): `from_bytes` would copy each through a
@@ -586,6 +590,10 @@ fn header_name(name: &str) -> Read<HeaderName> {
         "x-forwarded-for" | "X-Forwarded-For" => X_FORWARDED_FOR,
         "x-forwarded-port" | "X-Forwarded-Port" => X_FORWARDED_PORT,
         "x-forwarded-proto" | "X-Forwarded-Proto" => X_FORWARDED_PROTO,
+        "x-amzn-tls-cipher-suite" => X_AMZN_TLS_CIPHER_SUITE,
+        "x-amzn-tls-version" => X_AMZN_TLS_VERSION,
+        "via" | "Via" => VIA,
+        "x-amz-cf-id" | "X-Amz-Cf-Id" => X_AMZ_CF_ID,
         _ => return other_header_name(name),
     };
     Ok(known)
@@ -850,6 +858,10 @@ mod tests {
             "x-forwarded-for",
             "x-forwarded-port",
             "x-forwarded-proto",
+            "x-amzn-tls-cipher-suite",
+            "x-amzn-tls-version",
+            "via",
+            "x-amz-cf-id",
             "cloudfront-viewer-country",
             "x-custom",
         ];
