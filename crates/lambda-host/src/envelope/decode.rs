@@ -170,13 +170,15 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         context.domain_name = None;
     }
     let query_string_parameters = match raw_query {
+        // An empty one has no parameters: no map is made.
+        Some(query) if !location.query_ignored && query.as_str().is_empty() => None,
         // Read from the raw string, as `lambda_http` does: the event's own
         // map is not decoded the way browsers encode.
         Some(query) if !location.query_ignored => {
             let Ok(parameters) = query.as_str().parse::<QueryMap>();
-            parameters
+            Some(parameters)
         }
-        _ => event_query.unwrap_or_default(),
+        _ => event_query,
     };
     if let Some(cookies) = cookies
         && let Ok(value) = HeaderValue::from_str(&joined(&cookies))
@@ -226,11 +228,11 @@ fn with_api_maps(
 /// The query parameters, left out when there are none, as
 /// [`with_api_maps`] leaves out its empty maps and for the same reason:
 /// `query_string_parameters_ref` reads an empty map as absent.
-fn with_parameters(extensions: Extensions, parameters: QueryMap) -> Extensions {
-    if parameters.is_empty() {
-        return extensions;
+fn with_parameters(extensions: Extensions, parameters: Option<QueryMap>) -> Extensions {
+    match parameters {
+        Some(parameters) if !parameters.is_empty() => extensions.with_query_string_parameters(parameters),
+        _ => extensions,
     }
-    extensions.with_query_string_parameters(parameters)
 }
 
 /// The cookies as one `Cookie` header, as `lambda_http` joins them.
@@ -283,7 +285,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         context.domain_name = None;
     }
     let extensions = with_api_maps(
-        with_parameters(Extensions::new().with_raw_http_path(raw_path), parameters),
+        with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters)),
         path_parameters,
         stage_variables,
     )
@@ -321,7 +323,7 @@ fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     if location.host_ignored {
         forget_host(&mut headers);
     }
-    let extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), parameters)
+    let extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters))
         .with_request_context(RequestContext::Alb(context));
     repairs.note(&location);
     let body = body_of(body, is_base64_encoded, repairs);
@@ -396,7 +398,7 @@ fn lattice(
     if location.host_ignored {
         forget_host(&mut headers);
     }
-    let mut extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), parameters);
+    let mut extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters));
     if let Some(context) = context {
         extensions = extensions.with_request_context(context);
     }
