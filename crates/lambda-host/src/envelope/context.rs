@@ -290,6 +290,7 @@ fn fields_of<'a>(
     Ok(true)
 }
 
+#[inline(always)]
 fn field<'a>(
     key: Str<'a>,
     value: Value<'a>,

@@ -668,16 +668,19 @@ fn host_as_is(scheme: &str, host: &str) -> bool {
     let mut label_first = 0;
     let mut port_as_is = true;
     for (at, &byte) in bytes.iter().enumerate() {
-        match byte {
-            b'.' if !at_label => at_label = true,
-            b'a'..=b'z' | b'0'..=b'9' | b'-' if at_label => {
+        // Most bytes are inside a label: that test first.
+        if matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'-') {
+            if at_label {
                 if bytes.get(at..).is_some_and(|rest| rest.starts_with(b"xn--")) {
                     return false;
                 }
                 label_first = byte;
                 at_label = false;
             }
-            b'a'..=b'z' | b'0'..=b'9' | b'-' => {}
+            continue;
+        }
+        match byte {
+            b'.' if !at_label => at_label = true,
             // The port: digits only, so a second colon fails it.
             b':' => {
                 port_as_is = port_written_as_is(scheme, host.get(at + 1..).unwrap_or_default());

@@ -382,6 +382,7 @@ impl<'a> Scanner<'a> {
 
     /// The next value whatever it is, checked; its text, or `None` if it
     /// is not UTF-8.
+    #[inline(always)]
     pub(super) fn value(&mut self) -> Scan<Option<&'a str>> {
         let first = self.peek();
         let from = self.at;

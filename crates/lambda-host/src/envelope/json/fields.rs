@@ -171,6 +171,7 @@ impl<'a> Scanner<'a> {
 
     /// Skips a member's value: where it starts, and whether it is a
     /// string without escapes.
+    #[inline(always)]
     fn member_value(&mut self) -> Scan<(usize, bool)> {
         let first = self.peek();
         let from = self.at;
