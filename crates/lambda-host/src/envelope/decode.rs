@@ -119,13 +119,13 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     // First: the member that tells the types apart.
     let mut context = context::http_api(event)?;
     for member in [
-        event.kind,
-        event.method_arn,
-        event.identity_source,
-        event.authorization_token,
-        event.resource,
-        event.version,
-        event.route_key,
+        &event.kind,
+        &event.method_arn,
+        &event.identity_source,
+        &event.authorization_token,
+        &event.resource,
+        &event.version,
+        &event.route_key,
     ] {
         member.string_or_null()?;
     }
