@@ -483,6 +483,10 @@ fn origin<'a>(headers: &'a HeaderMap, domain_name: Option<&'a str>) -> Option<(&
 /// character but a tab, so what is left to check is that it is ASCII.
 fn visible_ascii(value: &HeaderValue) -> Option<&str> {
     let bytes = value.as_bytes();
+    // The scheme every front door sends, without a check of its text.
+    if bytes == b"https" {
+        return Some("https");
+    }
     if !bytes.is_ascii() {
         return None;
     }
