@@ -66,7 +66,7 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
     context.account_id = string(account_id)?;
     context.stage = string(stage)?;
     context.request_id = string(request_id)?;
-    context.authorizer = optional(authorizer)?;
+    optional(&mut context.authorizer, authorizer)?;
     context.apiid = string(api_id)?;
     context.domain_name = string(domain_name)?;
     context.domain_prefix = string(domain_prefix)?;
@@ -76,7 +76,7 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
     // Kept by the event's scan if it is the context's own `http`.
     let kept = scanned.then_some(&event.context_fields);
     context.http = http_description(http.text, kept)?;
-    context.authentication = optional(authentication)?;
+    optional(&mut context.authentication, authentication)?;
     Ok(context)
 }
 
@@ -248,7 +248,9 @@ fn rest_identity<'a>(value: Value<'a>, kept: Option<&Fields<'a>>) -> Read<ApiGat
 /// the authorizer's fields.
 fn rest_authorizer(value: Option<Value<'_>>) -> Read<ApiGatewayRequestAuthorizer> {
     let mut authorizer = ApiGatewayRequestAuthorizer::default();
-    if let Some(fields) = optional::<HashMap<String, serde_json::Value>>(value)? {
+    let mut fields = None::<HashMap<String, serde_json::Value>>;
+    optional(&mut fields, value)?;
+    if let Some(fields) = fields {
         authorizer.fields = fields;
     }
     Ok(authorizer)
@@ -288,6 +290,7 @@ fn fields_of<'a>(
     Ok(true)
 }
 
+#[inline(always)]
 fn field<'a>(
     key: Str<'a>,
     value: Value<'a>,
@@ -330,8 +333,15 @@ fn integer(value: Option<Value<'_>>) -> Read<i64> {
     let Some(Value { text, .. }) = value else {
         return Ok(0);
     };
-    if text.len() <= 18 && text.bytes().all(|byte| byte.is_ascii_digit()) {
-        return text.parse().map_err(|_| Refused);
+    if !text.is_empty() && text.len() <= 18 {
+        // Eighteen digits fit an `i64`.
+        let digits = text.bytes().try_fold(0_i64, |number, byte| {
+            byte.is_ascii_digit()
+                .then(|| number * 10 + i64::from(byte - b'0'))
+        });
+        if let Some(number) = digits {
+            return Ok(number);
+        }
     }
     by_serde(text.as_bytes(), 0)
 }
@@ -347,8 +357,12 @@ fn http_method(value: Value<'_>) -> Read<Method> {
 
 /// An `Option` of a type read by `serde_json`: absent is `None`. Its
 /// value is a member of the request context's.
-fn optional<T: DeserializeOwned>(value: Option<Value<'_>>) -> Read<Option<T>> {
-    value.map_or(Ok(None), |value| by_serde(value.text.as_bytes(), IN_CONTEXT))
+fn optional<T: DeserializeOwned>(slot: &mut Option<T>, value: Option<Value<'_>>) -> Read<()> {
+    // Absent, the slot keeps its `None`: no large `Option` is built and moved.
+    if let Some(value) = value {
+        *slot = by_serde(value.text.as_bytes(), IN_CONTEXT)?;
+    }
+    Ok(())
 }
 
 /// How many containers the type's own reading of the event has entered

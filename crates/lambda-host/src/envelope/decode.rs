@@ -119,13 +119,13 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     // First: the member that tells the types apart.
     let mut context = context::http_api(event)?;
     for member in [
-        event.kind,
-        event.method_arn,
-        event.identity_source,
-        event.authorization_token,
-        event.resource,
-        event.version,
-        event.route_key,
+        &event.kind,
+        &event.method_arn,
+        &event.identity_source,
+        &event.authorization_token,
+        &event.resource,
+        &event.version,
+        &event.route_key,
     ] {
         member.string_or_null()?;
     }
@@ -170,13 +170,15 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         context.domain_name = None;
     }
     let query_string_parameters = match raw_query {
+        // An empty one has no parameters: no map is made.
+        Some(query) if !location.query_ignored && query.as_str().is_empty() => None,
         // Read from the raw string, as `lambda_http` does: the event's own
         // map is not decoded the way browsers encode.
         Some(query) if !location.query_ignored => {
             let Ok(parameters) = query.as_str().parse::<QueryMap>();
-            parameters
+            Some(parameters)
         }
-        _ => event_query.unwrap_or_default(),
+        _ => event_query,
     };
     if let Some(cookies) = cookies
         && let Ok(value) = HeaderValue::from_str(&joined(&cookies))
@@ -184,9 +186,10 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         headers.insert(COOKIE, value);
     }
     let extensions = with_api_maps(
-        Extensions::new()
-            .with_raw_http_path(raw_path)
-            .with_query_string_parameters(query_string_parameters),
+        with_parameters(
+            Extensions::new().with_raw_http_path(raw_path),
+            query_string_parameters,
+        ),
         path_parameters,
         stage_variables,
     );
@@ -220,6 +223,16 @@ fn with_api_maps(
         extensions = extensions.with_stage_variables(stage_variables);
     }
     extensions
+}
+
+/// The query parameters, left out when there are none, as
+/// [`with_api_maps`] leaves out its empty maps and for the same reason:
+/// `query_string_parameters_ref` reads an empty map as absent.
+fn with_parameters(extensions: Extensions, parameters: Option<QueryMap>) -> Extensions {
+    match parameters {
+        Some(parameters) if !parameters.is_empty() => extensions.with_query_string_parameters(parameters),
+        _ => extensions,
+    }
 }
 
 /// The cookies as one `Cookie` header, as `lambda_http` joins them.
@@ -272,9 +285,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         context.domain_name = None;
     }
     let extensions = with_api_maps(
-        Extensions::new()
-            .with_raw_http_path(raw_path)
-            .with_query_string_parameters(parameters),
+        with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters)),
         path_parameters,
         stage_variables,
     )
@@ -312,9 +323,7 @@ fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     if location.host_ignored {
         forget_host(&mut headers);
     }
-    let extensions = Extensions::new()
-        .with_raw_http_path(raw_path)
-        .with_query_string_parameters(parameters)
+    let extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters))
         .with_request_context(RequestContext::Alb(context));
     repairs.note(&location);
     let body = body_of(body, is_base64_encoded, repairs);
@@ -389,9 +398,7 @@ fn lattice(
     if location.host_ignored {
         forget_host(&mut headers);
     }
-    let mut extensions = Extensions::new()
-        .with_raw_http_path(raw_path)
-        .with_query_string_parameters(parameters);
+    let mut extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters));
     if let Some(context) = context {
         extensions = extensions.with_request_context(context);
     }
@@ -464,15 +471,26 @@ fn alb_query(parameters: QueryMap) -> QueryMap {
 /// `Host` (or API Gateway's `domainName`) and `X-Forwarded-Proto`, `https`
 /// when absent.
 fn origin<'a>(headers: &'a HeaderMap, domain_name: Option<&'a str>) -> Option<(&'a str, &'a str)> {
-    let host = headers
-        .get(HOST)
-        .and_then(|host| host.to_str().ok())
-        .or(domain_name)?;
+    let host = headers.get(HOST).and_then(visible_ascii).or(domain_name)?;
     let scheme = headers
         .get(X_FORWARDED_PROTO)
-        .and_then(|scheme| scheme.to_str().ok())
+        .and_then(visible_ascii)
         .unwrap_or("https");
     Some((scheme, host))
+}
+
+/// `HeaderValue::to_str`, a word at a time: a header value has no control
+/// character but a tab, so what is left to check is that it is ASCII.
+fn visible_ascii(value: &HeaderValue) -> Option<&str> {
+    let bytes = value.as_bytes();
+    // The scheme every front door sends, without a check of its text.
+    if bytes == b"https" {
+        return Some("https");
+    }
+    if !bytes.is_ascii() {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()
 }
 
 fn forget_host(headers: &mut HeaderMap) {
@@ -625,41 +643,53 @@ fn written_as_is(scheme: &str, host: &str) -> bool {
 }
 
 /// `host` without its port, and whether the port, if there is one, is
-/// written back by `url` as it is: digits without a leading zero, a
-/// `u16`, not the scheme's default (which `url` leaves out).
+/// written back by `url` as it is.
 fn port_as_is<'h>(scheme: &str, host: &'h str) -> (&'h str, bool) {
-    let Some((name, port)) = host.rsplit_once(':') else {
-        return (host, true);
-    };
+    match host.rsplit_once(':') {
+        Some((name, port)) => (name, port_written_as_is(scheme, port)),
+        None => (host, true),
+    }
+}
+
+/// Digits without a leading zero, a `u16`, not the scheme's default
+/// (which `url` leaves out).
+fn port_written_as_is(scheme: &str, port: &str) -> bool {
     let default_port = if scheme == "https" { "443" } else { "80" };
-    let as_is = !port.is_empty()
+    !port.is_empty()
         && !port.starts_with('0')
         && port.len() <= 5
         && port.bytes().all(|byte| byte.is_ascii_digit())
         && port.parse::<u16>().is_ok()
-        && port != default_port;
-    (name, as_is)
+        && port != default_port
 }
 
 /// [`plain`]'s host and [`written_as_is`] in one pass over the host, for
 /// what every front door sends: lower-case labels, a last one that starts
 /// with a letter, perhaps a port. `false` leaves the answer to those two.
 fn host_as_is(scheme: &str, host: &str) -> bool {
-    let (name, port_as_is) = port_as_is(scheme, host);
-    let bytes = name.as_bytes();
+    let bytes = host.as_bytes();
     let mut at_label = true;
     let mut label_first = 0;
+    let mut port_as_is = true;
     for (at, &byte) in bytes.iter().enumerate() {
-        match byte {
-            b'.' if !at_label => at_label = true,
-            b'a'..=b'z' | b'0'..=b'9' | b'-' if at_label => {
+        // Most bytes are inside a label: that test first.
+        if matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'-') {
+            if at_label {
                 if bytes.get(at..).is_some_and(|rest| rest.starts_with(b"xn--")) {
                     return false;
                 }
                 label_first = byte;
                 at_label = false;
             }
-            b'a'..=b'z' | b'0'..=b'9' | b'-' => {}
+            continue;
+        }
+        match byte {
+            b'.' if !at_label => at_label = true,
+            // The port: digits only, so a second colon fails it.
+            b':' => {
+                port_as_is = port_written_as_is(scheme, host.get(at + 1..).unwrap_or_default());
+                break;
+            }
             _ => return false,
         }
     }
@@ -669,9 +699,35 @@ fn host_as_is(scheme: &str, host: &str) -> bool {
 /// A path that `url` writes back unchanged: nothing it percent-encodes,
 /// no `\`, `?` or `#`, and no dot segment, plain or percent-encoded.
 fn path_as_is(path: &str) -> bool {
-    path.bytes()
-        .all(|byte| byte.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@%".contains(&byte))
-        && path.split('/').all(|segment| !is_dot_segment(segment))
+    // Without a dot or a percent sign, no segment is a dot segment.
+    let mut dots = false;
+    for byte in path.bytes() {
+        match byte {
+            b'a'..=b'z'
+            | b'A'..=b'Z'
+            | b'0'..=b'9'
+            | b'/'
+            | b'-'
+            | b'_'
+            | b'~'
+            | b'!'
+            | b'$'
+            | b'&'
+            | b'\''
+            | b'('
+            | b')'
+            | b'*'
+            | b'+'
+            | b','
+            | b';'
+            | b'='
+            | b':'
+            | b'@' => {}
+            b'.' | b'%' => dots = true,
+            _ => return false,
+        }
+    }
+    !dots || path.split('/').all(|segment| !is_dot_segment(segment))
 }
 
 /// `.` or `..`, each dot perhaps written `%2e`.

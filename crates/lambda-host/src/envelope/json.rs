@@ -46,7 +46,19 @@ impl<'a> Str<'a> {
 
     /// The string as `serde_json` reads it into a `str`: `None` if it is
     /// not UTF-8 or has a lone surrogate.
+    #[inline]
     pub(super) fn text(self) -> Option<Cow<'a, str>> {
+        match self.whole {
+            // Its ends are next to quotes: always char boundaries.
+            Some(whole) if !self.escaped => whole
+                .get(self.from..self.from + self.bytes.len())
+                .map(Cow::Borrowed),
+            _ => self.text_slow(),
+        }
+    }
+
+    #[cold]
+    fn text_slow(self) -> Option<Cow<'a, str>> {
         let raw = match self.whole {
             Some(whole) => whole.get(self.from..self.from + self.bytes.len())?,
             None => std::str::from_utf8(self.bytes).ok()?,
@@ -81,7 +93,7 @@ fn unescaped(inner: &str) -> Option<String> {
     loop {
         // The scan found no quote or control character in it: the run
         // ends at a backslash or at the end.
-        let slash = search + plain_len(bytes.get(search..)?);
+        let slash = search + backslash_at(bytes.get(search..)?);
         if slash >= bytes.len() {
             break;
         }
@@ -204,6 +216,12 @@ impl<'a> Scanner<'a> {
                     break;
                 }
             }
+            // The indentation's end: most often a token.
+            if let Some(byte) = self.byte()
+                && byte > b' '
+            {
+                return Some(byte);
+            }
         }
         while let Some(byte) = self.byte() {
             if !matches!(byte, b' ' | b'\n' | b'\t' | b'\r') {
@@ -221,6 +239,17 @@ impl<'a> Scanner<'a> {
         }
         self.at += 1;
         Ok(())
+    }
+
+    /// Where the next value starts, past whitespace.
+    pub(super) fn mark(&mut self) -> usize {
+        self.peek();
+        self.at
+    }
+
+    /// The bytes from `from` ([`Scanner::mark`]) to here.
+    pub(super) fn since(&self, from: usize) -> &'a [u8] {
+        self.bytes.get(from..self.at).unwrap_or_default()
     }
 
     /// Nothing but whitespace is left.
@@ -251,6 +280,40 @@ impl<'a> Scanner<'a> {
         let key = self.str_rest()?;
         self.take(b':')?;
         Ok(Some(key))
+    }
+
+    /// [`Scanner::key`] read into a `str` as [`Str::text`] reads it;
+    /// `Some(None)` for a key that is no `str`.
+    #[inline(always)]
+    pub(super) fn key_text(&mut self, first: &mut bool) -> Scan<Option<Option<Cow<'a, str>>>> {
+        if !self.next_item(b'}', first)? {
+            return Ok(None);
+        }
+        self.take(b'"')?;
+        let key = self.str_text()?;
+        self.take(b':')?;
+        Ok(Some(key))
+    }
+
+    /// [`Scanner::str`] read into a `str` as [`Str::text`] reads it: a
+    /// string without escapes is the slice between its quotes, which is
+    /// text when the event is.
+    #[inline(always)]
+    pub(super) fn text_of_str(&mut self) -> Scan<Option<Cow<'a, str>>> {
+        self.take(b'"')?;
+        self.str_text()
+    }
+
+    #[inline(always)]
+    fn str_text(&mut self) -> Scan<Option<Cow<'a, str>>> {
+        let from = self.at;
+        let rest = self.bytes.get(from..).unwrap_or_default();
+        let len = plain_len(rest);
+        if let (Some(b'"'), Some(text)) = (rest.get(len), self.text) {
+            self.at = from + len + 1;
+            return Ok(text.get(from..from + len).map(Cow::Borrowed));
+        }
+        Ok(self.str_rest()?.text())
     }
 
     /// Enters an array; `Ok(false)` if the next value is not one.
@@ -319,6 +382,7 @@ impl<'a> Scanner<'a> {
 
     /// The next value whatever it is, checked; its text, or `None` if it
     /// is not UTF-8.
+    #[inline(always)]
     pub(super) fn value(&mut self) -> Scan<Option<&'a str>> {
         let first = self.peek();
         let from = self.at;
@@ -372,11 +436,16 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn literal(&mut self, word: &[u8]) -> Scan<()> {
-        if !self.bytes.get(self.at..).unwrap_or_default().starts_with(word) {
+    fn literal<const N: usize>(&mut self, word: &[u8; N]) -> Scan<()> {
+        // Compared as one word, not by a call to `memcmp`.
+        let here = self
+            .bytes
+            .get(self.at..self.at + N)
+            .and_then(|here| <&[u8; N]>::try_from(here).ok());
+        if here != Some(word) {
             return Err(Invalid);
         }
-        self.at += word.len();
+        self.at += N;
         Ok(())
     }
 
@@ -426,6 +495,18 @@ impl<'a> Scanner<'a> {
     /// One value, nested as deep as it is: the open containers are a
     /// stack of bits, not a recursion.
     fn skip(&mut self) -> Scan<()> {
+        // A scalar, most often `null`, without the nesting's stack.
+        match self.peek() {
+            Some(b'"') => {
+                self.at += 1;
+                return self.string().map(drop);
+            }
+            Some(b'-' | b'0'..=b'9') => return self.number(),
+            Some(b'n') => return self.literal(b"null"),
+            Some(b't') => return self.literal(b"true"),
+            Some(b'f') => return self.literal(b"false"),
+            _ => {}
+        }
         let mut open = Nesting::default();
         loop {
             match self.peek() {
@@ -485,16 +566,18 @@ impl<'a> Scanner<'a> {
 fn plain_len(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGHS: u64 = ONES << 7;
-    let zero_at = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    // Bytes below `n` (at most 128), flagged by their high bit.
+    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS;
     let mut len = 0;
     while let Some(eight) = bytes.get(len..len + 8) {
         let Ok(eight) = <[u8; 8]>::try_from(eight) else {
             break;
         };
         let word = u64::from_le_bytes(eight);
-        let flags = zero_at(word ^ (ONES * u64::from(b'"')))
-            | zero_at(word ^ (ONES * u64::from(b'\\')))
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
+        // With bit 1 flipped, a quote is 0x20 and a control character
+        // stays below it, while 0x20, 0x21 and 0x23 go above: one test
+        // for both.
+        let flags = below(word ^ (ONES * 0x02), 0x21) | below(word ^ (ONES * u64::from(b'\\')), 1);
         if flags != 0 {
             return len + (flags.trailing_zeros() / 8) as usize;
         }
@@ -505,6 +588,27 @@ fn plain_len(bytes: &[u8]) -> usize {
         .iter()
         .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)
         .unwrap_or(rest.len())
+}
+
+/// Where the first backslash in `bytes` is, or its length: eight bytes
+/// at a time, as [`plain_len`] but for the one byte.
+fn backslash_at(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES << 7;
+    let mut len = 0;
+    while let Some(eight) = bytes.get(len..len + 8) {
+        let Ok(eight) = <[u8; 8]>::try_from(eight) else {
+            break;
+        };
+        let word = u64::from_le_bytes(eight) ^ (ONES * u64::from(b'\\'));
+        let flags = word.wrapping_sub(ONES) & !word & HIGHS;
+        if flags != 0 {
+            return len + (flags.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    let rest = bytes.get(len..).unwrap_or_default();
+    len + rest.iter().position(|&byte| byte == b'\\').unwrap_or(rest.len())
 }
 
 /// The containers a value is inside, innermost last: a bit each, `true`
@@ -558,6 +662,36 @@ mod tests {
         ] {
             assert_eq!(plain_len(text.as_bytes()), len, "{text:?}");
         }
+    }
+
+    #[test]
+    fn every_byte_ends_a_string_exactly_when_json_says_it_does() {
+        for byte in 0..=u8::MAX {
+            let ends = byte == b'"' || byte == b'\\' || byte < 0x20;
+            for at in 0..20 {
+                let mut bytes = vec![b'a'; 20];
+                bytes[at] = byte;
+                // A byte that ends it after the first: the first is found.
+                bytes[19] = b'"';
+                let len = if ends || at == 19 { at } else { 19 };
+                assert_eq!(plain_len(&bytes), len, "{byte:#04x} at {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_ends_at_its_first_backslash() {
+        for byte in 0..=u8::MAX {
+            for at in 0..20 {
+                let mut bytes = vec![b'a'; 20];
+                bytes[at] = byte;
+                bytes[19] = b'\\';
+                let len = if byte == b'\\' || at == 19 { at } else { 19 };
+                assert_eq!(backslash_at(&bytes), len, "{byte:#04x} at {at}");
+            }
+        }
+        assert_eq!(backslash_at(b""), 0);
+        assert_eq!(backslash_at(b"abc"), 3);
     }
 
     #[test]

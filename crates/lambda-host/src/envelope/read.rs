@@ -455,6 +455,8 @@ pub(super) struct Headers<'a> {
     present: bool,
     names: usize,
     value: HeadersValue<'a>,
+    /// The member's text, which its values are slices of.
+    text: &'a [u8],
 }
 
 #[derive(Default)]
@@ -516,7 +518,7 @@ impl<'a> Headers<'a> {
             HeadersValue::Object(pairs) => pairs,
         };
         let mut map = HeaderMap::with_capacity(pairs.len());
-        let mut shared = SharedValues::of(pairs);
+        let mut shared = SharedValues::of(self.text);
         for (name, item) in pairs {
             let name = header_name(name)?;
             match item {
@@ -559,8 +561,45 @@ const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
 const X_FORWARDED_PORT: HeaderName = HeaderName::from_static("x-forwarded-port");
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+/// Added by a function URL, and by CloudFront before a REST API.
+const X_AMZN_TLS_CIPHER_SUITE: HeaderName = HeaderName::from_static("x-amzn-tls-cipher-suite");
+const X_AMZN_TLS_VERSION: HeaderName = HeaderName::from_static("x-amzn-tls-version");
+const X_AMZ_CF_ID: HeaderName = HeaderName::from_static("x-amz-cf-id");
 
 fn header_name(name: &str) -> Read<HeaderName> {
+    use lambda_http::http::header::{
+        ACCEPT, ACCEPT_ENCODING, ACCEPT_LANGUAGE, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST,
+        ORIGIN, REFERER, USER_AGENT, VIA,
+    };
+    // The names front doors send, as they send them (a REST API passes
+    // on the client's case): `from_bytes` would copy each through a
+    // table to find the same constant.
+    let known = match name {
+        "accept" | "Accept" => ACCEPT,
+        "accept-encoding" | "Accept-Encoding" => ACCEPT_ENCODING,
+        "accept-language" | "Accept-Language" => ACCEPT_LANGUAGE,
+        "authorization" | "Authorization" => AUTHORIZATION,
+        "content-length" | "Content-Length" => CONTENT_LENGTH,
+        "content-type" | "Content-Type" => CONTENT_TYPE,
+        "cookie" | "Cookie" => COOKIE,
+        "host" | "Host" => HOST,
+        "origin" | "Origin" => ORIGIN,
+        "referer" | "Referer" => REFERER,
+        "user-agent" | "User-Agent" => USER_AGENT,
+        "x-amzn-trace-id" | "X-Amzn-Trace-Id" => X_AMZN_TRACE_ID,
+        "x-forwarded-for" | "X-Forwarded-For" => X_FORWARDED_FOR,
+        "x-forwarded-port" | "X-Forwarded-Port" => X_FORWARDED_PORT,
+        "x-forwarded-proto" | "X-Forwarded-Proto" => X_FORWARDED_PROTO,
+        "x-amzn-tls-cipher-suite" => X_AMZN_TLS_CIPHER_SUITE,
+        "x-amzn-tls-version" => X_AMZN_TLS_VERSION,
+        "via" | "Via" => VIA,
+        "x-amz-cf-id" | "X-Amz-Cf-Id" => X_AMZ_CF_ID,
+        _ => return other_header_name(name),
+    };
+    Ok(known)
+}
+
+fn other_header_name(name: &str) -> Read<HeaderName> {
     // `from_bytes` lowers the case: the same name.
     let same = |added: HeaderName| {
         (added.as_str() == name || added.as_str().eq_ignore_ascii_case(name)).then_some(added)
@@ -577,40 +616,32 @@ fn header_name(name: &str) -> Read<HeaderName> {
     }
 }
 
-/// The member's string values copied once, in their order, into one
-/// buffer that the map's values share: one allocation for all of them
-/// rather than one each (`HeaderValue::from_str` copies its text).
-struct SharedValues {
+/// The member's text copied once, whose slices the map's values share:
+/// one allocation and one copy for all of them rather than one each
+/// (`HeaderValue::from_str` copies its text).
+struct SharedValues<'a> {
+    text: &'a [u8],
     bytes: Bytes,
-    at: usize,
 }
 
-impl SharedValues {
-    fn of(pairs: &[(Cow<'_, str>, HeaderItem<'_>)]) -> Self {
-        let values = || {
-            pairs.iter().flat_map(|(_, item)| match item {
-                HeaderItem::One(value) | HeaderItem::OneOfList(value) => std::slice::from_ref(value),
-                HeaderItem::Strings(values) => values.as_slice(),
-                HeaderItem::Bytes(_) | HeaderItem::Other => &[],
-            })
-        };
-        let mut buffer = Vec::with_capacity(values().map(|value| value.len()).sum());
-        for value in values() {
-            buffer.extend_from_slice(value.as_bytes());
-        }
+impl<'a> SharedValues<'a> {
+    fn of(text: &'a [u8]) -> Self {
         Self {
-            bytes: Bytes::from(buffer),
-            at: 0,
+            text,
+            bytes: Bytes::copy_from_slice(text),
         }
     }
 
-    /// `value`'s bytes, `value` being the next string value in the order
-    /// [`SharedValues::of`] copied them.
+    /// `value`'s bytes: a slice of the copy if `value` is a slice of the
+    /// member's text (no escape in it), else a copy of its own.
     fn next(&mut self, value: &str) -> Bytes {
-        let end = self.at.saturating_add(value.len()).min(self.bytes.len());
-        let bytes = self.bytes.slice(self.at.min(end)..end);
-        self.at = end;
-        bytes
+        let from = value.as_ptr().addr().wrapping_sub(self.text.as_ptr().addr());
+        let to = from.wrapping_add(value.len());
+        // In the text's range, it is a slice of the text.
+        if from <= to && to <= self.bytes.len() {
+            return self.bytes.slice(from..to);
+        }
+        Bytes::copy_from_slice(value.as_bytes())
     }
 }
 
@@ -642,14 +673,15 @@ fn append_split(map: &mut HeaderMap, name: &HeaderName, value: &str, bytes: Byte
 /// reading reads them; its values are kept for the header map, which
 /// refuses what is not a header.
 fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
+    let from = scan.mark();
     let value = match scan.kind()? {
         Kind::Object => {
             scan.object()?;
             // What a front door's request usually has, in one allocation.
             let mut pairs = Vec::with_capacity(16);
             let mut first = true;
-            while let Some(name) = scan.key(&mut first)? {
-                pairs.push((name.text().ok_or(Invalid)?, scan_item(scan)?));
+            while let Some(name) = scan.key_text(&mut first)? {
+                pairs.push((name.ok_or(Invalid)?, scan_item(scan)?));
             }
             HeadersValue::Object(pairs)
         }
@@ -680,6 +712,7 @@ fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
             _ => 0,
         },
         value,
+        text: scan.since(from),
     })
 }
 
@@ -689,7 +722,7 @@ fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
 /// [`HeaderItem::Other`].
 fn scan_item<'a>(scan: &mut Scanner<'a>) -> Scan<HeaderItem<'a>> {
     match scan.kind()? {
-        Kind::String => Ok(scan.str()?.text().map_or(HeaderItem::Other, HeaderItem::One)),
+        Kind::String => Ok(scan.text_of_str()?.map_or(HeaderItem::Other, HeaderItem::One)),
         Kind::Array => {
             scan.array()?;
             // A list of one string, as a REST API's `multiValueHeaders`
@@ -701,7 +734,7 @@ fn scan_item<'a>(scan: &mut Scanner<'a>) -> Scan<HeaderItem<'a>> {
             let mut first = true;
             while scan.element(&mut first)? {
                 match scan.kind()? {
-                    Kind::String => match scan.str()?.text() {
+                    Kind::String => match scan.text_of_str()? {
                         Some(text) if first_string.is_none() => first_string = Some(text),
                         Some(text) => strings.push(text),
                         None => other = true,
@@ -800,5 +833,58 @@ impl<'de> Visitor<'de> for TextVisitor {
 
     fn visit_string<E>(self, value: String) -> Result<Text<'de>, E> {
         Ok(Text(Cow::Owned(value)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_name_is_the_one_from_bytes_makes_in_any_case() {
+        let names = [
+            "accept",
+            "accept-encoding",
+            "accept-language",
+            "authorization",
+            "content-length",
+            "content-type",
+            "cookie",
+            "host",
+            "origin",
+            "referer",
+            "user-agent",
+            "x-amzn-trace-id",
+            "x-forwarded-for",
+            "x-forwarded-port",
+            "x-forwarded-proto",
+            "x-amzn-tls-cipher-suite",
+            "x-amzn-tls-version",
+            "via",
+            "x-amz-cf-id",
+            "cloudfront-viewer-country",
+            "x-custom",
+        ];
+        let title = |name: &str| {
+            name.split('-')
+                .map(|word| {
+                    let mut chars = word.chars();
+                    chars
+                        .next()
+                        .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                        .unwrap_or_default()
+                })
+                .collect::<Vec<_>>()
+                .join("-")
+        };
+        for lower in names {
+            for name in [lower.to_owned(), title(lower), lower.to_ascii_uppercase()] {
+                let expected = HeaderName::from_bytes(name.as_bytes()).expect("a header name");
+                let name_read = header_name(&name).expect("a header name");
+                assert_eq!(name_read, expected, "{name}");
+                assert_eq!(name_read.as_str(), lower, "{name}");
+            }
+        }
+        assert!(header_name("bad name").is_err());
     }
 }

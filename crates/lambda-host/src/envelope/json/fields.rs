@@ -9,7 +9,7 @@ const FIELDS: usize = 32;
 
 /// An object's members as the event's one scan found them, so that a
 /// type's reader need not scan the object again: where each key and value
-/// is in the text, a few bytes each. The members of one object in it are
+/// is in the text, a few words each. The members of one object in it are
 /// kept too: an HTTP API context's `http`, a REST API context's
 /// `identity`.
 #[derive(Default)]
@@ -64,7 +64,7 @@ impl<'a> Fields<'a> {
         spans: &'s Spans<N>,
     ) -> Option<impl Iterator<Item = (Str<'a>, Value<'a>)> + 's> {
         let text = self.text.filter(|_| spans.whole)?;
-        let range = |(from, to): (u32, u32)| from as usize..to as usize;
+        let range = |(from, to): (usize, usize)| from..to;
         Some(spans.spans.get(..spans.len)?.iter().map(move |span| {
             let key = range(span.key);
             let key = Str {
@@ -84,9 +84,9 @@ impl<'a> Fields<'a> {
 
 #[derive(Clone, Copy, Default)]
 struct Span {
-    key: (u32, u32),
+    key: (usize, usize),
     key_escaped: bool,
-    value: (u32, u32),
+    value: (usize, usize),
     value_plain: bool,
 }
 
@@ -153,13 +153,13 @@ impl<'a> Scanner<'a> {
                 None => self.member_value()?,
             };
             let span = Span {
-                key: (offset(key.from), offset(key.from + key.bytes.len())),
+                key: (key.from, key.from + key.bytes.len()),
                 key_escaped: key.escaped,
-                value: (offset(value_from), offset(self.at)),
+                value: (value_from, self.at),
                 value_plain,
             };
             match spans.spans.get_mut(spans.len) {
-                Some(slot) if self.at <= u32::MAX as usize => {
+                Some(slot) => {
                     *slot = span;
                     spans.len += 1;
                 }
@@ -171,6 +171,7 @@ impl<'a> Scanner<'a> {
 
     /// Skips a member's value: where it starts, and whether it is a
     /// string without escapes.
+    #[inline(always)]
     fn member_value(&mut self) -> Scan<(usize, bool)> {
         let first = self.peek();
         let from = self.at;
@@ -187,10 +188,4 @@ impl<'a> Scanner<'a> {
         let (from, plain_string) = self.member_value()?;
         Ok(self.slice(from, self.at).map(|text| Value { text, plain_string }))
     }
-}
-
-/// An offset in a text that [`Fields`] keeps, which checks that the
-/// text's end fits.
-fn offset(at: usize) -> u32 {
-    u32::try_from(at).unwrap_or(u32::MAX)
 }
