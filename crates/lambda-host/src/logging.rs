@@ -10,10 +10,13 @@ use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::tracing::subscriber::layer::SubscriberExt as _;
 use lambda_http::tracing::subscriber::registry::LookupSpan;
 use lambda_http::tracing::subscriber::util::SubscriberInitExt;
-use lambda_http::tracing::subscriber::{self, fmt};
+use lambda_http::tracing::subscriber::{Registry, fmt};
 
 use crate::env::LambdaEnv;
 
+use self::filter::Filter;
+
+mod filter;
 mod json;
 
 /// Installs the subscriber that [`crate::run`] installs, for a `main` that
@@ -38,8 +41,16 @@ pub(crate) fn init(env: &LambdaEnv) {
             .with(crate::trace::layer())
             .try_init()
     } else {
-        builder(filter, std::io::stdout)
-            .finish()
+        Registry::default()
+            .with(
+                fmt::layer()
+                    .with_target(false)
+                    // Lambda timestamps every line itself.
+                    .without_time()
+                    .with_writer(std::io::stdout)
+                    .log_internal_errors(true),
+            )
+            .with(Filter::new(filter))
             .with(crate::trace::layer())
             .try_init()
     };
@@ -72,29 +83,15 @@ fn json_with<W>(
 where
     W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
 {
-    builder(filter, writer)
-        .fmt_fields(json::SpanFields)
-        .event_format(json::JsonLine)
-        .finish()
-}
-
-type Builder<W> = fmt::SubscriberBuilder<
-    fmt::format::DefaultFields,
-    fmt::format::Format<fmt::format::Full, ()>,
-    EnvFilter,
-    W,
->;
-
-fn builder<W>(filter: EnvFilter, writer: W) -> Builder<W>
-where
-    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
-{
-    subscriber::fmt()
-        .with_target(false)
-        // Lambda timestamps every line itself.
-        .without_time()
-        .with_env_filter(filter)
-        .with_writer(writer)
+    Registry::default()
+        .with(
+            fmt::layer()
+                .fmt_fields(json::SpanFields)
+                .event_format(json::JsonLine)
+                .with_writer(writer)
+                .log_internal_errors(true),
+        )
+        .with(Filter::new(filter))
 }
 
 /// The level Lambda asks for (`AWS_LAMBDA_LOG_LEVEL`; `FATAL` counts as

@@ -2,12 +2,13 @@
 //! (docs/performance.md, "The floor"): the event's decoding, the whole
 //! handler on an in-memory store, and inside it the token check, the
 //! body's parse, the log line with and without the EMF document, and the
-//! answer's encoding. Each part is a function of its own called `ROUNDS`
-//! times on fresh events, so that callgrind's inclusive count of that
-//! function over `ROUNDS` is the part's instructions per create; what a
-//! warm process pays for the DynamoDB call and the Runtime API is the
-//! floor's. Run it under `valgrind --tool=callgrind` with its standard
-//! output to /dev/null and read `callgrind_annotate --inclusive=yes`.
+//! answer's encoding; and the host's span of each invocation. Each part is
+//! a function of its own called `ROUNDS` times on fresh events, so that
+//! callgrind's inclusive count of that function over `ROUNDS` is the
+//! part's instructions per create; what a warm process pays for the
+//! DynamoDB call and the Runtime API is the floor's. Run it under
+//! `valgrind --tool=callgrind` with its standard output to /dev/null and
+//! read `callgrind_annotate --inclusive=yes`.
 
 use std::hint::black_box;
 use std::pin::pin;
@@ -17,7 +18,9 @@ use std::time::Duration;
 
 use lambda_host::envelope::{self, Decoded, RequestOrigin};
 use lambda_http::lambda_runtime::{Config, Context};
+use lambda_http::tracing::subscriber::layer::SubscriberExt as _;
 use lambda_http::tracing::subscriber::util::SubscriberInitExt;
+use lambda_http::tracing::{Instrument, Span};
 use lambda_http::{Body, Request, RequestExt, Response, http, tracing};
 use plant_store::auth::Authenticator;
 use plant_store::handler::App;
@@ -34,7 +37,10 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     let _entered = runtime.enter();
-    lambda_host::logging::json_subscriber(None, std::io::stdout).init();
+    // As the host installs it for JSON logs.
+    lambda_host::logging::json_subscriber(None, std::io::stdout)
+        .with(lambda_host::trace::layer())
+        .init();
     let template = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../events/create-http-api.json"
@@ -59,7 +65,10 @@ fn main() {
         let request = with_context(decode(payload.as_bytes()).request, &config, round);
         authenticate(&authenticator, request.headers());
         parse(body.as_bytes());
-        let span = tracing::info_span!("invocation", request_id = %format!("bench-{round}"));
+        let request_id = format!("bench-{round}");
+        let trace_id = trace_header(round);
+        invocation_span(&request_id, &trace_id);
+        let span = open_span(&request_id, &trace_id);
         let _in_span = span.enter();
         log_line(&log_only, &request);
         log_line_and_emf(&metrics, &request);
@@ -84,13 +93,69 @@ fn with_context(request: Request, config: &Arc<Config>, round: i64) -> Request {
         "lambda-runtime-deadline-ms",
         http::HeaderValue::from(4_000_000_000_000_u64),
     );
-    let trace = format!("Root=1-5759e988-bd862e3fe1be46a994272{round:03};Parent=53995c3f42cd8ad8;Sampled=0");
     headers.insert(
         "lambda-runtime-trace-id",
-        http::HeaderValue::from_str(&trace).expect("a header"),
+        http::HeaderValue::from_str(&trace_header(round)).expect("a header"),
     );
     let context = Context::new(&format!("request-{round}"), config.clone(), &headers).expect("a context");
     request.with_lambda_context(context)
+}
+
+/// Lambda's trace header for an untraced invocation.
+fn trace_header(round: i64) -> String {
+    format!("Root=1-5759e988-bd862e3fe1be46a994272{round:03};Parent=53995c3f42cd8ad8;Sampled=0")
+}
+
+/// The host worker's span of an invocation, with the worker's target,
+/// name and fields.
+fn open_span(request_id: &str, trace_id: &str) -> Span {
+    let tenant_id: Option<&str> = None;
+    tracing::info_span!(
+        target: "lambda_host::runtime::worker",
+        "invocation",
+        request_id,
+        xray_trace_id = lambda_host::trace::root(trace_id),
+        tenant_id,
+    )
+}
+
+/// A future that is pending `.0` more times before it is ready, as an
+/// invocation waits on its DynamoDB call and its answer's POST.
+struct Polls(u32);
+
+impl Future for Polls {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<()> {
+        match self.0.checked_sub(1) {
+            Some(left) => {
+                self.0 = left;
+                Poll::Pending
+            }
+            None => Poll::Ready(()),
+        }
+    }
+}
+
+/// Polls `future` until it is ready.
+fn to_end<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut TaskContext::from_waker(Waker::noop())) {
+            return output;
+        }
+    }
+}
+
+/// The invocation's span as the worker (runtime/worker.rs) keeps it: made,
+/// then instrumenting the invocation (three polls, the store's call
+/// waited on twice) and the answer's POST (two polls), then closed.
+#[inline(never)]
+fn invocation_span(request_id: &str, trace_id: &str) {
+    let span = open_span(black_box(request_id), black_box(trace_id));
+    to_end(Polls(2).instrument(span.clone()));
+    to_end(Polls(1).instrument(span.clone()));
+    drop(black_box(span));
 }
 
 /// Polls a future that needs nothing but the runtime's timer to finish.

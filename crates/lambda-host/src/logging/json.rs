@@ -212,35 +212,52 @@ fn reformat(line: &mut String, fields: &str) {
 /// The span fields' formatter of [`super::json_subscriber`]: the bytes of
 /// `JsonFields` (a JSON object, its members sorted by name, a name given
 /// twice keeping its last value), which collects the fields into a map of
-/// `serde_json::Value`s first. Fields it treats specially (a `Debug`
-/// value under a raw or `log.` name, bytes), more than [`MEMBERS`] of
-/// them, and fields recorded after the span's creation go to `JsonFields`
-/// itself.
+/// `serde_json::Value`s first. The values are written into a buffer kept
+/// per thread and the object handed to the span's own `String` in one
+/// piece, which then needs a single allocation. Fields it treats specially
+/// (a `Debug` value under a raw or `log.` name, bytes), more than
+/// [`MEMBERS`] of them, and fields recorded after the span's creation go to
+/// `JsonFields` itself.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct SpanFields;
 
 /// The most fields a span's own formatting takes.
 const MEMBERS: usize = 8;
 
+/// The capacity a thread's span buffers keep between spans: a span with
+/// larger fields does not hold its memory for the thread's life.
+const KEPT: usize = 1024;
+
+thread_local! {
+    static SPAN: RefCell<SpanBuffers> = RefCell::new(SpanBuffers::default());
+}
+
+/// A thread's buffers for a span's fields: their values, then the object.
+#[derive(Default)]
+struct SpanBuffers {
+    values: String,
+    object: String,
+}
+
 impl<'w> FormatFields<'w> for SpanFields {
-    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'w>, fields: R) -> fmt::Result {
-        let mut sorted = Sorted::default();
-        fields.record(&mut sorted);
-        if sorted.unusual {
-            return JsonFields::new().format_fields(writer, fields);
-        }
-        let mut object = String::with_capacity(sorted.values.len() + 16 * sorted.len + 2);
-        object.push('{');
-        for (at, (name, range)) in sorted.members.iter().take(sorted.len).enumerate() {
-            if at > 0 {
-                object.push(',');
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
+        SPAN.with(|buffers| match buffers.try_borrow_mut() {
+            Ok(mut buffers) => {
+                let SpanBuffers { values, object } = &mut *buffers;
+                values.clear();
+                object.clear();
+                let written = format_span_fields(writer, fields, values, object);
+                for buffer in [values, object] {
+                    if buffer.capacity() > KEPT {
+                        *buffer = String::new();
+                    }
+                }
+                written
             }
-            string(&mut object, name);
-            object.push(':');
-            object.push_str(sorted.values.get(range.clone()).unwrap_or_default());
-        }
-        object.push('}');
-        writer.write_str(&object)
+            // In use by a span being made while one is (a field's `Debug`
+            // that opens a span): buffers of its own.
+            Err(_) => format_span_fields(writer, fields, &mut String::new(), &mut String::new()),
+        })
     }
 
     fn add_fields(&self, current: &'w mut FormattedFields<Self>, fields: &Record<'_>) -> fmt::Result {
@@ -251,21 +268,51 @@ impl<'w> FormatFields<'w> for SpanFields {
     }
 }
 
+/// `fields` as the JSON object of [`SpanFields`], written with `values` and
+/// `object` (both empty) as its buffers.
+fn format_span_fields<R: RecordFields>(
+    mut writer: Writer<'_>,
+    fields: R,
+    values: &mut String,
+    object: &mut String,
+) -> fmt::Result {
+    let mut sorted = Sorted {
+        members: Default::default(),
+        len: 0,
+        values,
+        unusual: false,
+    };
+    fields.record(&mut sorted);
+    if sorted.unusual {
+        return JsonFields::new().format_fields(writer, fields);
+    }
+    object.push('{');
+    for (at, (name, range)) in sorted.members.iter().take(sorted.len).enumerate() {
+        if at > 0 {
+            object.push(',');
+        }
+        string(object, name);
+        object.push(':');
+        object.push_str(sorted.values.get(range.clone()).unwrap_or_default());
+    }
+    object.push('}');
+    writer.write_str(object)
+}
+
 /// A span's fields, each value written as JSON, kept sorted by name.
-#[derive(Default)]
-struct Sorted {
+struct Sorted<'a> {
     members: [(&'static str, std::ops::Range<usize>); MEMBERS],
     len: usize,
-    values: String,
+    values: &'a mut String,
     unusual: bool,
 }
 
-impl Sorted {
+impl Sorted<'_> {
     /// Writes a value with `write` and files it under `field`'s name.
     fn member(&mut self, field: &Field, write: impl FnOnce(&mut String)) {
         let name = field.name();
         let start = self.values.len();
-        write(&mut self.values);
+        write(self.values);
         let value = start..self.values.len();
         let filed = self.members.get(..self.len).unwrap_or_default();
         match filed.binary_search_by(|(other, _)| other.cmp(&name)) {
@@ -288,7 +335,7 @@ impl Sorted {
     }
 }
 
-impl Visit for Sorted {
+impl Visit for Sorted<'_> {
     fn record_bool(&mut self, field: &Field, value: bool) {
         self.member(field, |out| out.push_str(if value { "true" } else { "false" }));
     }

@@ -307,3 +307,29 @@ fn an_escape_anywhere_in_a_long_value_is_found_as_serde_json_finds_it() {
         }
     }
 }
+
+#[test]
+fn a_span_made_while_the_threads_span_buffers_are_in_use_keeps_its_fields() {
+    let (ours, theirs) = both(&|| {
+        SPAN.with(|buffers| {
+            let _in_use = buffers.borrow_mut();
+            tracing::info_span!("invocation", request_id = "r", status = 200_u16)
+                .in_scope(|| tracing::info!("inside"));
+        });
+    });
+    assert_eq!(ours, theirs);
+    assert!(ours.contains("\"request_id\":\"r\""), "{ours}");
+}
+
+#[test]
+fn a_spans_large_fields_do_not_keep_their_memory_on_the_thread() {
+    let large = "x".repeat(4 * KEPT);
+    let (ours, theirs) = both(&|| {
+        tracing::info_span!("invocation", request_id = large.as_str()).in_scope(|| tracing::info!("inside"));
+    });
+    assert_eq!(ours, theirs);
+    SPAN.with(|buffers| {
+        let buffers = buffers.borrow();
+        assert!(buffers.values.capacity() <= KEPT && buffers.object.capacity() <= KEPT);
+    });
+}
