@@ -526,20 +526,20 @@ impl<'a> Headers<'a> {
                     append_split(&mut map, &name, value, shared.next(value))?
                 }
                 HeaderItem::One(value) => {
-                    map.insert(name, header_value(shared.next(value))?);
+                    map.insert(name, shared.value(value)?);
                 }
                 HeaderItem::OneOfList(value) if split && value.contains(',') => {
                     append_split(&mut map, &name, value, shared.next(value))?
                 }
                 HeaderItem::OneOfList(value) => {
-                    map.append(&name, header_value(shared.next(value))?);
+                    map.append(&name, shared.value(value)?);
                 }
                 HeaderItem::Strings(values) => {
                     for value in values {
                         if split && value.contains(',') {
                             append_split(&mut map, &name, value, shared.next(value))?;
                         } else {
-                            map.append(&name, header_value(shared.next(value))?);
+                            map.append(&name, shared.value(value)?);
                         }
                     }
                 }
@@ -630,6 +630,21 @@ impl<'a> SharedValues<'a> {
             text,
             bytes: Bytes::copy_from_slice(text),
         }
+    }
+
+    /// `value` as a header value: one of the values every front door
+    /// sends is a constant (neither a slice to count nor bytes to check),
+    /// any other a slice of the copy.
+    fn value(&mut self, value: &str) -> Read<HeaderValue> {
+        Ok(match value {
+            "https" => const { HeaderValue::from_static("https") },
+            "443" => const { HeaderValue::from_static("443") },
+            "http" => const { HeaderValue::from_static("http") },
+            "80" => const { HeaderValue::from_static("80") },
+            "*/*" => const { HeaderValue::from_static("*/*") },
+            "application/json" => const { HeaderValue::from_static("application/json") },
+            _ => header_value(self.next(value))?,
+        })
     }
 
     /// `value`'s bytes: a slice of the copy if `value` is a slice of the
