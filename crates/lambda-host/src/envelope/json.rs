@@ -439,6 +439,21 @@ impl<'a> Scanner<'a> {
         Ok(self.slice(from, self.at))
     }
 
+    /// [`Scanner::value`], and whether it is a string without escapes.
+    #[inline(always)]
+    pub(super) fn value_plain(&mut self) -> Scan<(Option<&'a str>, bool)> {
+        let first = self.peek();
+        let from = self.at;
+        let plain = if first == Some(b'"') {
+            self.at += 1;
+            !self.string()?
+        } else {
+            self.skip()?;
+            false
+        };
+        Ok((self.slice(from, self.at), plain))
+    }
+
     /// A string's rest, after its opening quote, up to and with its
     /// closing one; whether it has escapes.
     #[inline(always)]

@@ -33,6 +33,9 @@ pub(super) struct Member<'a> {
     /// There, but not UTF-8: every type that reads it refuses it.
     garbled: bool,
     repeated: bool,
+    /// A string without escapes: its text between the quotes is the
+    /// string, read without a second look.
+    plain: bool,
 }
 
 /// The members any front door reads, keyed as the events spell them.
@@ -107,6 +110,10 @@ impl<'a> Member<'a> {
     /// event unless it has escapes.
     pub(super) fn text_or_null(self) -> Read<Option<Text<'a>>> {
         match self.text()? {
+            Some(text) if self.plain => text
+                .get(1..text.len() - 1)
+                .map(|inner| Some(Text(Cow::Borrowed(inner))))
+                .ok_or(Refused),
             None | Some("null") => Ok(None),
             Some(text) => json::string_text(text)
                 .map(|text| Some(Text(text)))
@@ -132,6 +139,7 @@ impl<'a> Member<'a> {
     /// whatever starts with a quote).
     pub(super) fn string_or_null(self) -> Read<()> {
         match self.text()? {
+            Some(_) if self.plain => Ok(()),
             None | Some("null") => Ok(()),
             Some(text) if !text.contains('\\') && text.starts_with('"') => Ok(()),
             Some(text) => json::string_text(text).map(drop).ok_or(Refused),
@@ -372,9 +380,10 @@ fn scan_members<'a>(payload: &'a [u8], members: &mut Members<'a>) -> Scan<()> {
                 continue;
             }
         };
-        let raw = scan.value()?;
+        let (raw, plain) = scan.value_plain()?;
         slot.repeated |= slot.present();
         slot.raw = raw;
+        slot.plain = plain;
         slot.garbled = raw.is_none();
     }
     scan.end()?;
