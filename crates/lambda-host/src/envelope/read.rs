@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::http::Method;
-use lambda_http::http::header::{HeaderMap, HeaderName, HeaderValue};
+use lambda_http::http::header::{HOST, HeaderMap, HeaderName, HeaderValue};
 use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -521,15 +521,46 @@ impl<'a> Headers<'a> {
     /// single value replaces the name's earlier ones, a list appends;
     /// `split` is VPC Lattice v1's comma-separated values.
     pub(super) fn map(&self, split: bool) -> Read<HeaderMap> {
+        self.map_noting(split).map(|(map, _)| map)
+    }
+
+    /// [`Headers::map`], and the first values of `Host` and
+    /// `X-Forwarded-Proto` in it, noted as the map is built.
+    pub(super) fn map_noting(&self, split: bool) -> Read<(HeaderMap, Firsts<'_>)> {
+        let in_map = Firsts {
+            host: First::InMap,
+            proto: First::InMap,
+        };
         let pairs = match &self.value {
-            HeadersValue::Null => return Ok(HeaderMap::new()),
+            HeadersValue::Null => return Ok((HeaderMap::new(), Firsts::default())),
             HeadersValue::Other => return Err(Refused),
             HeadersValue::Object(pairs) => pairs,
         };
         let mut map = HeaderMap::with_capacity(pairs.len());
         let mut shared = SharedValues::of(self.text);
+        let mut firsts = Firsts::default();
         for (name, item) in pairs {
             let name = header_name(name)?;
+            let noted = if name == HOST {
+                Some(&mut firsts.host)
+            } else if name == X_FORWARDED_PROTO {
+                Some(&mut firsts.proto)
+            } else {
+                None
+            };
+            if let Some(first) = noted {
+                match item {
+                    HeaderItem::One(value) => *first = First::Text(value),
+                    HeaderItem::OneOfList(value) => first.append(First::Text(value)),
+                    HeaderItem::Strings(values) => {
+                        if let Some(value) = values.first() {
+                            first.append(First::Text(value));
+                        }
+                    }
+                    HeaderItem::Bytes(values) if !values.is_empty() => first.append(First::InMap),
+                    HeaderItem::Bytes(_) | HeaderItem::Other => {}
+                }
+            }
             match item {
                 HeaderItem::One(value) if split && value.contains(',') => {
                     append_split(&mut map, &name, value, shared.next(value))?
@@ -560,7 +591,38 @@ impl<'a> Headers<'a> {
                 HeaderItem::Other => return Err(Refused),
             }
         }
-        Ok(map)
+        // Split, a value is not the member's text: the map has them.
+        Ok((map, if split { in_map } else { firsts }))
+    }
+}
+
+/// The first values of `Host` and `X-Forwarded-Proto` in a header map,
+/// as `HeaderMap::get` finds them, noted while the map is built from the
+/// member (a single value replaces the name's earlier ones, a list's come
+/// after them), so that they are not looked up by hashing their names.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Firsts<'h> {
+    pub(super) host: First<'h>,
+    pub(super) proto: First<'h>,
+}
+
+#[derive(Clone, Copy, Default)]
+pub(super) enum First<'h> {
+    /// The map has no value for the name.
+    #[default]
+    Absent,
+    /// The map's first value for the name, whose bytes are this text.
+    Text(&'h str),
+    /// Not noted: ask the map.
+    InMap,
+}
+
+impl<'h> First<'h> {
+    /// A value appended after the name's others.
+    fn append(&mut self, value: First<'h>) {
+        if matches!(self, First::Absent) {
+            *self = value;
+        }
     }
 }
 
