@@ -19,7 +19,7 @@ use url::Url;
 
 use super::context;
 use super::irregular::{MAX_HEADER_NAMES, Unsupported, UnsupportedEvent, bare};
-use super::read::{self, Members, QueryStyle, Read, Refused, Text};
+use super::read::{self, First, Firsts, Members, QueryStyle, Read, Refused, Text};
 use super::{ApiPath, Decoded, RequestOrigin, SetAside};
 
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
@@ -140,7 +140,7 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     };
     let raw_query = event.raw_query_string.text_or_null()?;
     let cookies = event.cookies.optional::<Vec<Text<'_>>>()?;
-    let mut headers = event.headers.map(false)?;
+    let (mut headers, firsts) = event.headers.map_noting(false)?;
     // Absent, it is an empty map: made only if the raw string is not used.
     let event_query = if event.query_string_parameters.present() {
         Some(event.query_string_parameters.query(QueryStyle::HttpApi)?)
@@ -158,7 +158,7 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
             context.stage.as_deref().filter(|_| stage == Stage::InPath),
             &raw_path,
         ),
-        origin(&headers, context.domain_name.as_deref()),
+        origin(firsts, &headers, context.domain_name.as_deref()),
         raw_query.as_ref().map_or("", Text::as_str),
     );
     if location.path_ignored {
@@ -255,7 +255,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     event.resource.string_or_null()?;
     let raw_path = event.path.text_or_null()?;
     let method = event.http_method.method()?.ok_or(Refused)?;
-    let (single_headers, multi_headers) = both_headers(event)?;
+    let (single_headers, firsts, multi_headers) = both_headers(event)?;
     let single_query = event.query_string_parameters.query(QueryStyle::Standard)?;
     let multi_query = event
         .multi_value_query_string_parameters
@@ -272,7 +272,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
             context.stage.as_deref().filter(|_| stage == Stage::InPath),
             &raw_path,
         ),
-        origin(&single_headers, context.domain_name.as_deref()),
+        origin(firsts, &single_headers, context.domain_name.as_deref()),
         &parameters.to_query_string(),
     );
     let mut headers = merged(multi_headers, single_headers);
@@ -305,7 +305,7 @@ fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let raw_path = event.path.text_or_null()?;
     let single_query = event.query_string_parameters.query(QueryStyle::Map)?;
     let multi_query = event.multi_value_query_string_parameters.query(QueryStyle::Map)?;
-    let (single_headers, multi_headers) = both_headers(event)?;
+    let (single_headers, firsts, multi_headers) = both_headers(event)?;
     let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
     let body = event.body.text_or_null()?;
 
@@ -313,7 +313,7 @@ fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let parameters = preferred(alb_query(multi_query), alb_query(single_query));
     let location = locate(
         &raw_path,
-        origin(&single_headers, None),
+        origin(firsts, &single_headers, None),
         &parameters.to_query_string(),
     );
     let mut headers = merged(multi_headers, single_headers);
@@ -339,7 +339,7 @@ fn lattice_v2(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     event.version.string_or_null()?;
     let raw_path = event.path.text_or_null()?;
     let method = event.method.optional_method()?;
-    let headers = event.headers.map(false)?;
+    let headers = event.headers.map_noting(false)?;
     let query = event.query_string_parameters.query(QueryStyle::Map)?;
     let body = event.body.text_or_null()?;
     let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
@@ -362,7 +362,7 @@ fn lattice_v2(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
 fn lattice_v1(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let raw_path = event.raw_path_snake.text_or_null()?;
     let method = event.method.optional_method()?;
-    let headers = event.headers.map(true)?;
+    let headers = event.headers.map_noting(true)?;
     let query = event.query_string_parameters_snake.query(QueryStyle::Map)?;
     let body = event.body.text_or_null()?;
     let is_base64_encoded = event.is_base64_encoded_snake.nullish::<bool>()?;
@@ -382,7 +382,7 @@ fn lattice_v1(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
 fn lattice(
     method: Option<Method>,
     raw_path: Option<Text<'_>>,
-    mut headers: HeaderMap,
+    (mut headers, firsts): (HeaderMap, Firsts<'_>),
     query: QueryMap,
     body: Option<Text<'_>>,
     is_base64_encoded: bool,
@@ -391,7 +391,11 @@ fn lattice(
 ) -> Read<Request> {
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
     let parameters = alb_query(query);
-    let location = locate(&raw_path, origin(&headers, None), &parameters.to_query_string());
+    let location = locate(
+        &raw_path,
+        origin(firsts, &headers, None),
+        &parameters.to_query_string(),
+    );
     if location.path_ignored {
         raw_path = "/".to_owned();
     }
@@ -429,11 +433,12 @@ fn preferred(multi: QueryMap, single: QueryMap) -> QueryMap {
 
 /// The `headers` and `multiValueHeaders` maps; when one mirrors the
 /// other, the map once and an empty one to merge into it.
-fn both_headers(event: &Members<'_>) -> Read<(HeaderMap, HeaderMap)> {
+fn both_headers<'h>(event: &'h Members<'_>) -> Read<(HeaderMap, Firsts<'h>, HeaderMap)> {
+    let (single, firsts) = event.headers.map_noting(false)?;
     if event.headers.mirrors(&event.multi_value_headers) {
-        return Ok((event.headers.map(false)?, HeaderMap::new()));
+        return Ok((single, firsts, HeaderMap::new()));
     }
-    Ok((event.headers.map(false)?, event.multi_value_headers.map(false)?))
+    Ok((single, firsts, event.multi_value_headers.map(false)?))
 }
 
 /// The multi-value headers, and the single-value ones over them: one map,
@@ -470,13 +475,25 @@ fn alb_query(parameters: QueryMap) -> QueryMap {
 /// The scheme and host the URI is built with, as `lambda_http` picks them:
 /// `Host` (or API Gateway's `domainName`) and `X-Forwarded-Proto`, `https`
 /// when absent.
-fn origin<'a>(headers: &'a HeaderMap, domain_name: Option<&'a str>) -> Option<(&'a str, &'a str)> {
-    let host = headers.get(HOST).and_then(visible_ascii).or(domain_name)?;
-    let scheme = headers
-        .get(X_FORWARDED_PROTO)
-        .and_then(visible_ascii)
-        .unwrap_or("https");
+/// `firsts` are their values as the map was built from the event.
+fn origin<'a>(
+    firsts: Firsts<'a>,
+    headers: &'a HeaderMap,
+    domain_name: Option<&'a str>,
+) -> Option<(&'a str, &'a str)> {
+    let first = |first: First<'a>, name: HeaderName| match first {
+        First::Absent => None,
+        First::Text(text) => visible_text(text),
+        First::InMap => headers.get(name).and_then(visible_ascii),
+    };
+    let host = first(firsts.host, HOST).or(domain_name)?;
+    let scheme = first(firsts.proto, X_FORWARDED_PROTO).unwrap_or("https");
     Some((scheme, host))
+}
+
+/// [`visible_ascii`] of a value's text.
+fn visible_text(text: &str) -> Option<&str> {
+    text.is_ascii().then_some(text)
 }
 
 /// `HeaderValue::to_str`, a word at a time: a header value has no control

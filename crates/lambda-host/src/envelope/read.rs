@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::http::Method;
-use lambda_http::http::header::{HeaderMap, HeaderName, HeaderValue};
+use lambda_http::http::header::{HOST, HeaderMap, HeaderName, HeaderValue};
 use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -33,6 +33,9 @@ pub(super) struct Member<'a> {
     /// There, but not UTF-8: every type that reads it refuses it.
     garbled: bool,
     repeated: bool,
+    /// A string without escapes: its text between the quotes is the
+    /// string, read without a second look.
+    plain: bool,
 }
 
 /// The members any front door reads, keyed as the events spell them.
@@ -107,6 +110,10 @@ impl<'a> Member<'a> {
     /// event unless it has escapes.
     pub(super) fn text_or_null(self) -> Read<Option<Text<'a>>> {
         match self.text()? {
+            Some(text) if self.plain => text
+                .get(1..text.len() - 1)
+                .map(|inner| Some(Text(Cow::Borrowed(inner))))
+                .ok_or(Refused),
             None | Some("null") => Ok(None),
             Some(text) => json::string_text(text)
                 .map(|text| Some(Text(text)))
@@ -132,6 +139,7 @@ impl<'a> Member<'a> {
     /// whatever starts with a quote).
     pub(super) fn string_or_null(self) -> Read<()> {
         match self.text()? {
+            Some(_) if self.plain => Ok(()),
             None | Some("null") => Ok(()),
             Some(text) if !text.contains('\\') && text.starts_with('"') => Ok(()),
             Some(text) => json::string_text(text).map(drop).ok_or(Refused),
@@ -372,9 +380,10 @@ fn scan_members<'a>(payload: &'a [u8], members: &mut Members<'a>) -> Scan<()> {
                 continue;
             }
         };
-        let raw = scan.value()?;
+        let (raw, plain) = scan.value_plain()?;
         slot.repeated |= slot.present();
         slot.raw = raw;
+        slot.plain = plain;
         slot.garbled = raw.is_none();
     }
     scan.end()?;
@@ -512,34 +521,65 @@ impl<'a> Headers<'a> {
     /// single value replaces the name's earlier ones, a list appends;
     /// `split` is VPC Lattice v1's comma-separated values.
     pub(super) fn map(&self, split: bool) -> Read<HeaderMap> {
+        self.map_noting(split).map(|(map, _)| map)
+    }
+
+    /// [`Headers::map`], and the first values of `Host` and
+    /// `X-Forwarded-Proto` in it, noted as the map is built.
+    pub(super) fn map_noting(&self, split: bool) -> Read<(HeaderMap, Firsts<'_>)> {
+        let in_map = Firsts {
+            host: First::InMap,
+            proto: First::InMap,
+        };
         let pairs = match &self.value {
-            HeadersValue::Null => return Ok(HeaderMap::new()),
+            HeadersValue::Null => return Ok((HeaderMap::new(), Firsts::default())),
             HeadersValue::Other => return Err(Refused),
             HeadersValue::Object(pairs) => pairs,
         };
         let mut map = HeaderMap::with_capacity(pairs.len());
         let mut shared = SharedValues::of(self.text);
+        let mut firsts = Firsts::default();
         for (name, item) in pairs {
             let name = header_name(name)?;
+            let noted = if name == HOST {
+                Some(&mut firsts.host)
+            } else if name == X_FORWARDED_PROTO {
+                Some(&mut firsts.proto)
+            } else {
+                None
+            };
+            if let Some(first) = noted {
+                match item {
+                    HeaderItem::One(value) => *first = First::Text(value),
+                    HeaderItem::OneOfList(value) => first.append(First::Text(value)),
+                    HeaderItem::Strings(values) => {
+                        if let Some(value) = values.first() {
+                            first.append(First::Text(value));
+                        }
+                    }
+                    HeaderItem::Bytes(values) if !values.is_empty() => first.append(First::InMap),
+                    HeaderItem::Bytes(_) | HeaderItem::Other => {}
+                }
+            }
             match item {
                 HeaderItem::One(value) if split && value.contains(',') => {
                     append_split(&mut map, &name, value, shared.next(value))?
                 }
                 HeaderItem::One(value) => {
-                    map.insert(name, header_value(shared.next(value))?);
+                    map.insert(name, shared.value(value)?);
                 }
                 HeaderItem::OneOfList(value) if split && value.contains(',') => {
                     append_split(&mut map, &name, value, shared.next(value))?
                 }
                 HeaderItem::OneOfList(value) => {
-                    map.append(&name, header_value(shared.next(value))?);
+                    map.append(&name, shared.value(value)?);
                 }
                 HeaderItem::Strings(values) => {
                     for value in values {
                         if split && value.contains(',') {
                             append_split(&mut map, &name, value, shared.next(value))?;
                         } else {
-                            map.append(&name, header_value(shared.next(value))?);
+                            map.append(&name, shared.value(value)?);
                         }
                     }
                 }
@@ -551,7 +591,38 @@ impl<'a> Headers<'a> {
                 HeaderItem::Other => return Err(Refused),
             }
         }
-        Ok(map)
+        // Split, a value is not the member's text: the map has them.
+        Ok((map, if split { in_map } else { firsts }))
+    }
+}
+
+/// The first values of `Host` and `X-Forwarded-Proto` in a header map,
+/// as `HeaderMap::get` finds them, noted while the map is built from the
+/// member (a single value replaces the name's earlier ones, a list's come
+/// after them), so that they are not looked up by hashing their names.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Firsts<'h> {
+    pub(super) host: First<'h>,
+    pub(super) proto: First<'h>,
+}
+
+#[derive(Clone, Copy, Default)]
+pub(super) enum First<'h> {
+    /// The map has no value for the name.
+    #[default]
+    Absent,
+    /// The map's first value for the name, whose bytes are this text.
+    Text(&'h str),
+    /// Not noted: ask the map.
+    InMap,
+}
+
+impl<'h> First<'h> {
+    /// A value appended after the name's others.
+    fn append(&mut self, value: First<'h>) {
+        if matches!(self, First::Absent) {
+            *self = value;
+        }
     }
 }
 
@@ -630,6 +701,21 @@ impl<'a> SharedValues<'a> {
             text,
             bytes: Bytes::copy_from_slice(text),
         }
+    }
+
+    /// `value` as a header value: one of the values every front door
+    /// sends is a constant (neither a slice to count nor bytes to check),
+    /// any other a slice of the copy.
+    fn value(&mut self, value: &str) -> Read<HeaderValue> {
+        Ok(match value {
+            "https" => const { HeaderValue::from_static("https") },
+            "443" => const { HeaderValue::from_static("443") },
+            "http" => const { HeaderValue::from_static("http") },
+            "80" => const { HeaderValue::from_static("80") },
+            "*/*" => const { HeaderValue::from_static("*/*") },
+            "application/json" => const { HeaderValue::from_static("application/json") },
+            _ => header_value(self.next(value))?,
+        })
     }
 
     /// `value`'s bytes: a slice of the copy if `value` is a slice of the
