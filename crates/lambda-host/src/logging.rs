@@ -48,6 +48,7 @@ pub(crate) fn init(env: &LambdaEnv) {
                     // Lambda timestamps every line itself.
                     .without_time()
                     .with_writer(std::io::stdout)
+                    // As `fmt()`'s subscriber does; a layer's default is off.
                     .log_internal_errors(true),
             )
             .with(Filter::new(filter))

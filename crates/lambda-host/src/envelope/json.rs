@@ -716,6 +716,19 @@ mod tests {
         }
     }
 
+    /// The runs are copied a word at a time: an escape at every offset of
+    /// a word, and at its end, is found.
+    #[test]
+    fn an_escape_at_any_offset_of_a_word_reads_as_serde_json_reads_it() {
+        for escape in [r#"\""#, r"\n", r"\u00e9", r"\\"] {
+            for at in 0..=17 {
+                let inner = format!("{}{escape}{}", "a".repeat(at), "b".repeat(17 - at));
+                let expected = serde_json::from_str::<String>(&format!("\"{inner}\"")).ok();
+                assert_eq!(unescaped(&inner), expected, "{inner}");
+            }
+        }
+    }
+
     #[test]
     fn a_string_with_escapes_reads_as_serde_json_reads_it() {
         for inner in [

@@ -111,7 +111,8 @@ impl<'a> Member<'a> {
     pub(super) fn text_or_null(self) -> Read<Option<Text<'a>>> {
         match self.text()? {
             Some(text) if self.plain => text
-                .get(1..text.len() - 1)
+                .strip_prefix('"')
+                .and_then(|text| text.strip_suffix('"'))
                 .map(|inner| Some(Text(Cow::Borrowed(inner))))
                 .ok_or(Refused),
             None | Some("null") => Ok(None),
