@@ -32,6 +32,8 @@ MIN_PYTHON := 3.11
 # not exist yet.
 MIN_FREE_GB := 10
 comma := ,
+# Where cargo builds (CARGO_TARGET_DIR honoured, as cargo does).
+CARGO_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 # ---- where the tools live ----------------------------------------------------
 TOOLS_DIR     ?= .tools
@@ -113,7 +115,7 @@ check-cargo:
 # A full disk otherwise surfaces as whichever tool writes first failing
 # (npm's tar, rustc) with words that do not say why.
 check-disk:
-	@[ -d "$${CARGO_TARGET_DIR:-target}" ] || { free=$$(df -Pk . | awk 'NR == 2 { print int($$4 / 1048576) }'); \
+	@[ -d "$(CARGO_TARGET)" ] || { free=$$(df -Pk . | awk 'NR == 2 { print int($$4 / 1048576) }'); \
 	   [ "$${free:-0}" -ge $(MIN_FREE_GB) ] \
 	   || $(call fail,a first build needs about $(MIN_FREE_GB) GB free on this disk but $${free:-0} GB are: free some space); }
 
@@ -228,7 +230,7 @@ build: check-cargo tools-zig tools-auditable ## Build the Lambda bootstrap: carg
 	@[ -n "$(ARCH_FLAG_$(ARCH))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
 	@echo "cargo lambda build --release $(ARCH_FLAG_$(ARCH))"
 	@$(WITH_VENV) cargo lambda build --release $(ARCH_FLAG_$(ARCH))
-	@echo "built target/lambda/plant-store/bootstrap ($(ARCH))"
+	@echo "built $(CARGO_TARGET)/lambda/plant-store/bootstrap ($(ARCH))"
 
 deploy: check-cargo tools-zig tools-deploy tools-auditable ## sam build + sam deploy (guided until samconfig.toml names a region); ARCH, PARAMS, DEPLOY_ARGS
 	@[ -n "$(SAM_ARCH_$(ARCH))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
@@ -337,12 +339,12 @@ bench-smoke: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP
 bench-tiny: check-cargo check-java check-node check-python $(STAMP_DDB) $(STAMP_VENV) ## Every part of the benchmark once, a sample or a few each (make test runs it; the figures mean nothing)
 	cargo build --bin plant-store
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
-	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
+	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary "$(CARGO_TARGET)/debug/plant-store" \
 	   --impl rust,traced,floor,python,node --cold 1 --warm 5 --memory 128 --memory-cold 1 --memory-warm 5 \
 	   --tracing-cold 2 --tracing-warm 20 --concurrency 2 --concurrency-invocations 20 --long 50 --out "$$out" && \
-	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/floor.py --binary target/debug/plant-store \
+	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/floor.py --binary "$(CARGO_TARGET)/debug/plant-store" \
 	   --runs 1 --warm 10 --memory 128 --concurrency 1,2 --concurrency-invocations 20 --in-flight-rounds 2 --out "$$out/floor" && \
-	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary target/debug/plant-store \
+	 DYNAMODB_LOCAL_DIR="$$(dirname "$$($(FIND_DDB_JAR))")" "$(VENV_PY)" bench/run.py --binary "$(CARGO_TARGET)/debug/plant-store" \
 	   --impl rust --jwt --transport none --memory 128 --memory-cold 1 --memory-warm 5 \
 	   --concurrency none --long 50 --out "$$out/jwt"
 
@@ -511,7 +513,7 @@ reproducible: tools-auditable $(STAMP_VENV) ## Two clean sam builds of HEAD at t
 sbom: tools-supply-chain $(STAMP_VENV) ## CycloneDX SBOM of the bootstrap (ARCH=arm64|x86_64): the crates compiled in, their licences and hashes, into target/sbom/
 	@[ -n "$(TRIPLE_$(SAM_ARCH_$(ARCH)))" ] || $(call fail,unknown ARCH '$(ARCH)': use ARCH=arm64 or ARCH=x86_64)
 	@$(if $(SBOM_BOOTSTRAP),,$(MAKE) build ARCH=$(ARCH))
-	@bootstrap="$(or $(SBOM_BOOTSTRAP),target/lambda/plant-store/bootstrap)"; \
+	@bootstrap="$(or $(SBOM_BOOTSTRAP),$(CARGO_TARGET)/lambda/plant-store/bootstrap)"; \
 	 raw=plant-store-sbom-raw; mkdir -p "$(SBOM_DIR)"; \
 	 SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) "$(CYCLONEDX)" cyclonedx --quiet --format json \
 	   --spec-version 1.5 --no-build-deps --target "$(TRIPLE_$(SAM_ARCH_$(ARCH)))" --override-filename "$$raw"; \
@@ -530,7 +532,7 @@ dist: check-cargo tools-zig tools-deploy tools-supply-chain ## The release files
 	@mkdir -p "$(DIST_DIR)"
 	@name=plant-store-$(CRATE_VERSION)-$(SAM_ARCH_$(ARCH)); bootstrap=.aws-sam/build-$(SAM_ARCH_$(ARCH))/PlantsFunction/bootstrap; \
 	 $(MAKE) sbom ARCH=$(ARCH) SBOM_BOOTSTRAP="$$bootstrap"; \
-	 BOOTSTRAP="$$bootstrap" SBOM="$(SBOM_FILE)" BUILD_TARGET_DIR="$${CARGO_TARGET_DIR:-target}" $(SUPPLY_PYTEST) -k "not can_fail"; \
+	 BOOTSTRAP="$$bootstrap" SBOM="$(SBOM_FILE)" BUILD_TARGET_DIR="$(CARGO_TARGET)" $(SUPPLY_PYTEST) -k "not can_fail"; \
 	 "$(VENV_PY)" scripts/supply_chain.py zip "$$(dirname "$$bootstrap")" "$(DIST_DIR)/$$name.zip"; \
 	 cp "$(SBOM_FILE)" "$(DIST_DIR)/$$name.cdx.json"; \
 	 (cd "$(DIST_DIR)" && sha256sum "$$name.zip" > "$$name.zip.sha256" && cat "$$name.zip.sha256")

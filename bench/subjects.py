@@ -1,8 +1,10 @@
 """The implementations measured and how their peers are installed, with the paths, `log` and `fail` bench/ shares."""
 
 import dataclasses
+import functools
 import glob
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -198,11 +200,26 @@ def stripped_size(binary):
         return os.path.getsize(os.path.join(scratch, "stripped"))
 
 
+@functools.cache
+def cargo_target_dir():
+    """Where cargo builds this workspace: `CARGO_TARGET_DIR` or a
+    configured `build.target-dir` when either is set, else target/, as
+    `cargo metadata` resolves them."""
+    out = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out)["target_directory"]
+
+
 def build_rust(profile):
     args = ["cargo", "build", "--bin", "plant-store"] + (["--release"] if profile == "release" else [])
     log("building: " + " ".join(args))
     subprocess.run(args, cwd=REPO, check=True)
-    return os.path.join(REPO, "target", profile, "plant-store")
+    return os.path.join(cargo_target_dir(), profile, "plant-store")
 
 
 FLOOR_DIR = os.path.join(HERE, "floor")
@@ -211,12 +228,12 @@ FLOOR_DIR = os.path.join(HERE, "floor")
 def build_floor(profile="release"):
     """bench/floor (docs/performance.md, "The floor"), built in this
     repository (so that its .cargo/config.toml applies, as it does to
-    plant-store) into its target/ folder, where it reuses the dependencies
+    plant-store) into its target folder, where it reuses the dependencies
     plant-store's own build compiled: seconds after `cargo build
     --release`, not minutes."""
     log(f"building bench/floor ({profile})")
     manifest = os.path.join(FLOOR_DIR, "Cargo.toml")
-    target = os.path.join(REPO, "target")
+    target = cargo_target_dir()
     cargo = ["cargo", "build", "--locked", "--manifest-path", manifest, "--target-dir", target]
     cargo += ["--bin", "plant-store-bench-floor"]  # not src/bin/parts.rs, which is built by hand for callgrind
     subprocess.run(cargo + (["--release"] if profile == "release" else []), cwd=REPO, check=True)
