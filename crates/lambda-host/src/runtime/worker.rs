@@ -299,6 +299,7 @@ pub(super) async fn serve<C: Answer>(
             return Err("the Runtime API sent an invocation without a request id".into());
         };
         let trace_id = given.trace_id.map(lossy);
+        let trace_header = trace_id.as_deref().map(trace::Header::read);
         let tenant_id = given.tenant_id.map(lossy);
         // Lines written while this invocation is served and answered carry
         // its ids, as its request line does (the trace id's root, the id
@@ -308,7 +309,7 @@ pub(super) async fn serve<C: Answer>(
             tracing::info_span!(
                 "invocation",
                 request_id,
-                xray_trace_id = trace_id.as_deref().and_then(trace::root),
+                xray_trace_id = trace_header.and_then(|header| header.root()),
                 tenant_id = tenant_id.as_deref(),
             )
         };
@@ -319,7 +320,7 @@ pub(super) async fn serve<C: Answer>(
         let deadline_ms = given.deadline_ms.and_then(deadline_ms);
         // The loop's cut, for the service and for the work behind it.
         let cut = deadline_ms.and_then(|ms| deadline::before(ms, BACKSTOP_MARGIN));
-        let invocation = trace::scope(trace_id.as_deref(), async {
+        let invocation = trace::scope(trace_header, async {
             let span = open_span();
             let at = Deadline { ms: deadline_ms, cut };
             let answer = invoke(

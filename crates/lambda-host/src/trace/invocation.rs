@@ -35,45 +35,82 @@ pub(super) fn start(tracer: Tracer) {
     let _ = TRACER.set(tracer);
 }
 
-/// Runs `future` with `header` (the invocation's `Lambda-Runtime-Trace-Id`)
-/// as the trace header of every SDK request it makes and, when traced, as
-/// the trace of the spans it sends. The SERVER span ends, and the
-/// invocation's spans are sent, when the future ends or is dropped.
-pub(crate) async fn scope<F: Future>(header: Option<&str>, future: F) -> F::Output {
-    scope_with(TRACER.get(), header, future).await
+/// An invocation's trace header (`Lambda-Runtime-Trace-Id`), read once
+/// for its scope and for the id its lines carry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Header<'a> {
+    text: &'a str,
+    fields: Fields<'a>,
 }
 
-/// [`scope`] with `tracer` instead of the process's.
+impl<'a> Header<'a> {
+    pub(crate) fn read(text: &'a str) -> Self {
+        Self {
+            text,
+            fields: Fields::of(text),
+        }
+    }
+
+    /// The trace id X-Ray shows, as [`root`] gives it.
+    pub(crate) fn root(&self) -> Option<&'a str> {
+        self.fields.root.filter(|root| !root.is_empty())
+    }
+}
+
+/// Runs `future` with `header` as the trace header of every SDK request it
+/// makes and, when traced, as the trace of the spans it sends. The SERVER
+/// span ends, and the invocation's spans are sent, when the future ends or
+/// is dropped.
+pub(crate) async fn scope<F: Future>(header: Option<Header<'_>>, future: F) -> F::Output {
+    scope_read(TRACER.get(), header, future).await
+}
+
+/// [`scope`] with `tracer` instead of the process's, of a header's text.
+#[cfg(test)]
 pub(super) async fn scope_with<F: Future>(
     tracer: Option<&'static Tracer>,
     header: Option<&str>,
     future: F,
 ) -> F::Output {
+    scope_read(tracer, header.map(Header::read), future).await
+}
+
+async fn scope_read<F: Future>(
+    tracer: Option<&'static Tracer>,
+    header: Option<Header<'_>>,
+    future: F,
+) -> F::Output {
     let (spans, server) = match (header, tracer) {
-        (Some(header), Some(tracer)) => traced_by(header, tracer).unzip(),
+        (Some(header), Some(tracer)) => traced_by(header.fields, tracer).unzip(),
         _ => (None, None),
     };
     let invocation = Invocation {
-        header: header.map(encode),
+        header: header.map(|header| encode(header.text)),
         spans,
         server,
     };
     CURRENT.scope(invocation, future).await
 }
 
-/// The spans of an invocation whose `header` says `Sampled=1` (or
+/// The spans of an invocation whose header says `Sampled=1` (or
 /// `Sampled=0` with Application Signals on) with a well-formed `Root` and
 /// `Parent`; `None` otherwise, and nothing is built or sent for it.
-pub(super) fn traced_by(header: &str, tracer: &'static Tracer) -> Option<(Spans, Server)> {
+fn traced_by(fields: Fields<'_>, tracer: &'static Tracer) -> Option<(Spans, Server)> {
     let Fields {
         root,
         parent,
         sampled,
-    } = Fields::of(header);
+    } = fields;
     if !sampled && !tracer.application_signals {
         return None;
     }
     Spans::start(root?, parent?, sampled, tracer)
+}
+
+/// [`traced_by`] of a header's text.
+#[cfg(test)]
+pub(super) fn traced_by_text(header: &str, tracer: &'static Tracer) -> Option<(Spans, Server)> {
+    traced_by(Fields::of(header), tracer)
 }
 
 impl Drop for Invocation {
@@ -210,7 +247,7 @@ fn trim(part: &str) -> &str {
 /// The trace id X-Ray shows (`1-…-…`), from Lambda's trace header, as
 /// Powertools logs it.
 pub fn root(header: &str) -> Option<&str> {
-    Fields::of(header).root.filter(|root| !root.is_empty())
+    Header::read(header).root()
 }
 
 /// Percent-encodes control characters and non-ASCII bytes, the set the
@@ -296,7 +333,7 @@ mod tests {
     #[tokio::test]
     async fn the_header_is_seen_inside_its_scope_only() {
         assert_eq!(current(), None);
-        let inside = scope(Some("Root=1-a"), async { current() }).await;
+        let inside = scope(Some(Header::read("Root=1-a")), async { current() }).await;
         assert_eq!(inside.as_deref(), Some("Root=1-a"));
         assert_eq!(scope(None, async { current() }).await, None);
         assert_eq!(current(), None);
@@ -304,11 +341,11 @@ mod tests {
 
     #[tokio::test]
     async fn concurrent_scopes_each_see_their_own_header() {
-        let one = scope(Some("Root=1-one"), async {
+        let one = scope(Some(Header::read("Root=1-one")), async {
             tokio::task::yield_now().await;
             current()
         });
-        let two = scope(Some("Root=1-two"), async {
+        let two = scope(Some(Header::read("Root=1-two")), async {
             tokio::task::yield_now().await;
             current()
         });
@@ -320,7 +357,7 @@ mod tests {
     #[tokio::test]
     async fn a_carried_invocation_keeps_its_header_in_another_task() {
         let (send, receive) = tokio::sync::oneshot::channel();
-        scope(Some("Root=1-a"), async {
+        scope(Some(Header::read("Root=1-a")), async {
             tokio::spawn(carried(carry(), async move { send.send(current()) }));
         })
         .await;

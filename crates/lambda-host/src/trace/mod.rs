@@ -37,8 +37,8 @@ pub(crate) use self::exporter::{APPLICATION_SIGNALS, DAEMON_ADDRESS, TraceEnv};
 pub use self::invocation::{current, root};
 // For the host's `spawn`: work behind an answer keeps its invocation.
 use self::exporter::Tracer;
+pub(crate) use self::invocation::{Header, scope, server_answer, traced};
 pub(crate) use self::invocation::{carried, carry};
-pub(crate) use self::invocation::{scope, server_answer, traced};
 pub(crate) use self::layer::recording;
 pub use self::layer::{SpansLayer, layer};
 pub(crate) use self::spans::ServerAnswer;

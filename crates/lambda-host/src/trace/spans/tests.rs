@@ -136,12 +136,12 @@ fn only_a_sampled_header_with_a_well_formed_root_and_parent_is_traced() {
         ("", false, false),
     ] {
         assert_eq!(
-            invocation::traced_by(header, tracer).is_some(),
+            invocation::traced_by_text(header, tracer).is_some(),
             traced,
             "{header:?}"
         );
         assert_eq!(
-            invocation::traced_by(header, signals).is_some(),
+            invocation::traced_by_text(header, signals).is_some(),
             with_signals,
             "{header:?}, Application Signals on"
         );
