@@ -3,6 +3,7 @@
 //! `Error` body) and exactly one log line.
 
 use std::convert::Infallible;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,8 +80,13 @@ impl<S: PlantStore> App<S> {
         let path = api_path(&request);
         let set_aside = request.extensions().get::<SetAside>();
         let mut progress = Progress::default();
-        let work = self.create_plant(&request, path, set_aside, &mut progress);
-        let finished = deadline::until(deadline::respond_by(&request), work).await;
+        // Pinned where it is made: the work's future is as large as its
+        // largest state, and moving it into `until` and on into the
+        // timeout copied all of it, three times per request.
+        let finished = {
+            let work = pin!(self.create_plant(&request, path, set_aside, &mut progress));
+            deadline::until(deadline::respond_by(&request), work).await
+        };
         let outcome = finished.unwrap_or_else(|| Err(progress.cut_short()));
         let Progress {
             plant_id,
