@@ -229,12 +229,14 @@ impl Metrics {
 /// that per invocation only the timestamp, the values and the ids are
 /// written (docs/performance.md, "A warm create against its floor").
 struct Template {
-    /// `"CloudWatchMetrics":[…]`, by [`Metrics::shape`].
-    directives: [Vec<u8>; 4],
     /// `,"Name":` of each metric, in the order of [`Metrics::list`].
     names: [Vec<u8>; 11],
-    /// `"service":"…"`.
-    service: Vec<u8>,
+    /// `,"Name":0` and `,"Name":1` of each metric: a counter's member
+    /// whole, as counters are 0 or 1.
+    counters: [[Vec<u8>; 2]; 11],
+    /// What follows the timestamp, by [`Metrics::shape`]: `,`, the
+    /// directive (`"CloudWatchMetrics":[…]`), `},` and `"service":"…"`.
+    heads: [Vec<u8>; 4],
 }
 
 impl Template {
@@ -253,22 +255,23 @@ impl Template {
     ) {
         line.extend_from_slice(br#"{"_aws":{"Timestamp":"#);
         json(line, &timestamp_ms);
-        line.push(b',');
-        line.extend_from_slice(
-            self.directives
-                .get(metrics.shape())
-                .map_or(&[][..], Vec::as_slice),
-        );
-        line.extend_from_slice(b"},");
-        line.extend_from_slice(&self.service);
-        for (metric, name) in metrics.list.iter().zip(&self.names) {
+        line.extend_from_slice(self.heads.get(metrics.shape()).map_or(&[][..], Vec::as_slice));
+        for ((metric, name), counter) in metrics.list.iter().zip(&self.names).zip(&self.counters) {
             if let Some(metric) = metric {
-                line.extend_from_slice(name);
                 match metric.value {
-                    // A counter is 0 or 1: its one digit.
-                    Value::Count(count @ 0..=9) => line.push(b'0' + count),
-                    Value::Count(count) => json(line, &count),
-                    Value::Milliseconds(ms) => json(line, &ms),
+                    Value::Count(count @ 0..=1) => {
+                        line.extend_from_slice(
+                            counter.get(usize::from(count)).map_or(&[][..], Vec::as_slice),
+                        );
+                    }
+                    Value::Count(count) => {
+                        line.extend_from_slice(name);
+                        json(line, &count);
+                    }
+                    Value::Milliseconds(ms) => {
+                        line.extend_from_slice(name);
+                        json(line, &ms);
+                    }
                 }
             }
         }
@@ -481,18 +484,19 @@ mod tests {
     /// The document as it was written member by member through serde_json,
     /// each metric's name and value and each id.
     fn reference_document(
-        template: &Template,
+        settings: &TelemetrySettings,
         timestamp_ms: u64,
         metrics: &Metrics,
         request_id: Option<&str>,
         trace_id: Option<&str>,
     ) -> Vec<u8> {
+        let (directives, service) = Template::declarations(settings);
         let mut line = br#"{"_aws":{"Timestamp":"#.to_vec();
         json(&mut line, &timestamp_ms);
         line.push(b',');
-        line.extend_from_slice(&template.directives[metrics.shape()]);
+        line.extend_from_slice(&directives[metrics.shape()]);
         line.extend_from_slice(b"},");
-        line.extend_from_slice(&template.service);
+        line.extend_from_slice(&service);
         for metric in metrics.iter() {
             line.push(b',');
             json(&mut line, metric.name);
@@ -530,10 +534,8 @@ mod tests {
             (Some("a\"b\\c\u{1}\u{7f}ü🌱"), None),
         ];
         let mut documents = 0;
-        for template in [
-            Template::new(&TelemetrySettings::default()),
-            Template::new(&settings),
-        ] {
+        for settings in [&TelemetrySettings::default(), &settings] {
+            let template = Template::new(settings);
             for cold in [true, false] {
                 for store_latency in [
                     None,
@@ -563,7 +565,7 @@ mod tests {
                                             trace_id,
                                         );
                                         let theirs = reference_document(
-                                            &template,
+                                            settings,
                                             1_764_000_000_123,
                                             &metrics,
                                             request_id,
