@@ -113,10 +113,26 @@ impl StaticTokens {
     pub fn accepts(&self, token: &str) -> bool {
         let digest = Sha256::digest(token.as_bytes());
         let matched = self.digests.iter().fold(Choice::from(0), |matched, known| {
-            matched | known.as_slice().ct_eq(digest.as_slice())
+            matched | same_digest(known, digest.as_slice())
         });
         matched.into()
     }
+}
+
+/// Whether two digests are equal, in constant time: as four 64-bit words,
+/// each compared through `subtle` and all four always, which costs a
+/// quarter of a comparison byte by byte.
+fn same_digest(known: &[u8; 32], digest: &[u8]) -> Choice {
+    if digest.len() != known.len() {
+        return Choice::from(0);
+    }
+    let word = |bytes: &[u8]| u64::from_le_bytes(<[u8; 8]>::try_from(bytes).unwrap_or_default());
+    known
+        .chunks_exact(8)
+        .zip(digest.chunks_exact(8))
+        .fold(Choice::from(1), |same, (known, digest)| {
+            same & word(known).ct_eq(&word(digest))
+        })
 }
 
 impl TokenVerifier for StaticTokens {
@@ -260,6 +276,21 @@ mod tests {
                 "{case:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_digest_is_the_same_only_when_every_bit_is() {
+        let known: [u8; 32] = std::array::from_fn(|at| u8::try_from(at * 7 + 1).unwrap());
+        assert!(bool::from(same_digest(&known, &known)));
+        for at in 0..32 {
+            for bit in 0..8 {
+                let mut other = known;
+                other[at] ^= 1 << bit;
+                assert!(!bool::from(same_digest(&known, &other)), "byte {at}, bit {bit}");
+            }
+        }
+        assert!(!bool::from(same_digest(&known, &known[..31])));
+        assert!(!bool::from(same_digest(&known, &[])));
     }
 
     #[tokio::test]
