@@ -97,7 +97,10 @@ impl Telemetry {
         let request_id = context.map(|context| context.request_id.as_str());
         let trace_id = invocation.xray_trace_id;
         let latency_ms = millis(invocation.latency);
+        // The message as a `&str` field, first as a format string's would
+        // be: the same bytes in every format, and no `fmt` call to write it.
         tracing::info!(
+            message = "request",
             request_id,
             method = invocation.method,
             path = invocation.path,
@@ -116,7 +119,6 @@ impl Telemetry {
             xray_trace_id = trace_id,
             tenant_id = context.and_then(|context| context.tenant_id.as_deref()),
             envelope = invocation.envelope,
-            "request"
         );
         if !self.settings.metrics {
             return;
@@ -398,6 +400,81 @@ mod tests {
             ),
             line(tracing::Dispatch::new(reference), &theirs),
         )
+    }
+
+    /// The request line as `record` wrote it with `"request"` as the
+    /// event's format string.
+    fn former_request_line(invocation: &Invocation<'_>) {
+        let context = invocation.context;
+        let request_id = context.map(|context| context.request_id.as_str());
+        tracing::info!(
+            request_id,
+            method = invocation.method,
+            path = invocation.path,
+            status = invocation.status,
+            error = invocation.error,
+            plant_id = invocation.plant_id,
+            outcome = invocation.outcome.map(Created::as_str),
+            latency_ms = millis(invocation.latency),
+            store_latency_ms = invocation.store_latency.map(millis),
+            service = TelemetrySettings::default().service.as_str(),
+            cold_start = false,
+            function_name = context.map(|context| context.env_config.function_name.as_str()),
+            function_memory_size = context.map(|context| context.env_config.memory),
+            function_arn = context.map(|context| context.invoked_function_arn.as_str()),
+            function_request_id = request_id,
+            xray_trace_id = invocation.xray_trace_id,
+            tenant_id = context.and_then(|context| context.tenant_id.as_deref()),
+            envelope = invocation.envelope,
+            "request"
+        );
+    }
+
+    #[test]
+    fn the_request_line_is_what_the_format_string_message_wrote_as_text_and_as_json() {
+        let mut context = Context::default();
+        context.request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678".to_owned();
+        context.tenant_id = Some("tenant \"blue\"".to_owned());
+        let invocation = Invocation {
+            context: Some(&context),
+            xray_trace_id: Some("1-5759e988-bd862e3fe1be46a994272793"),
+            plant_id: Some(7),
+            error: Some(40901),
+            envelope: Some("set aside: 1 cookie"),
+            ..invocation(409, Some(Created::Replayed), Some(3))
+        };
+        let text = |lines: &Lines| {
+            tracing::Dispatch::new(
+                tracing::subscriber::fmt()
+                    .with_target(false)
+                    .without_time()
+                    .with_ansi(false)
+                    .with_writer(lines.clone())
+                    .finish(),
+            )
+        };
+        let json = |lines: &Lines| {
+            tracing::Dispatch::new(lambda_host::logging::json_subscriber(None, lines.clone()))
+        };
+        for (format, dispatch) in [
+            ("text", &text as &dyn Fn(&Lines) -> tracing::Dispatch),
+            ("json", &json),
+        ] {
+            let (ours, theirs) = (Lines::default(), Lines::default());
+            tracing::dispatcher::with_default(&dispatch(&ours), || {
+                let telemetry = Telemetry::log_only();
+                telemetry.cold.store(false, Ordering::Relaxed);
+                telemetry.record(&invocation);
+            });
+            tracing::dispatcher::with_default(&dispatch(&theirs), || former_request_line(&invocation));
+            let (ours, theirs) = (ours.0.lock().unwrap().clone(), theirs.0.lock().unwrap().clone());
+            assert!(!ours.is_empty(), "{format}");
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                String::from_utf8(theirs).unwrap(),
+                "{format}"
+            );
+        }
     }
 
     #[test]
