@@ -7,8 +7,14 @@
 /// characters serde_json escapes.
 pub(crate) fn is_plain(value: &str) -> bool {
     // Eight bytes at a time: the values are ids and names of tens of bytes.
-    let mut words = value.as_bytes().chunks_exact(8);
-    words.all(|word| !word_has_escape(word)) && words.remainder().iter().all(|&b| is_plain_byte(b))
+    // The last bytes are read as one word too, overlapping the one before.
+    let bytes = value.as_bytes();
+    let mut words = bytes.chunks_exact(8);
+    words.all(|word| !word_has_escape(word))
+        && match bytes.last_chunk::<8>() {
+            Some(last) => words.remainder().is_empty() || !word_has_escape(last),
+            None => bytes.iter().all(|&b| is_plain_byte(b)),
+        }
 }
 
 fn is_plain_byte(b: u8) -> bool {
@@ -61,7 +67,7 @@ mod tests {
     fn a_byte_to_escape_is_found_at_any_place_in_a_word_or_in_the_rest() {
         let reference = |value: &str| value.bytes().all(is_plain_byte);
         for byte in 0_u8..0x80 {
-            for len in [1, 7, 8, 9, 16, 17, 35] {
+            for len in [1, 3, 4, 5, 7, 8, 9, 16, 17, 35] {
                 for at in 0..len {
                     let mut value = "é".repeat(len);
                     value.replace_range(at * 2..at * 2 + 2, &format!("{}x", char::from(byte)));
