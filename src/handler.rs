@@ -3,6 +3,8 @@
 //! `Error` body) and exactly one log line.
 
 use std::convert::Infallible;
+use std::mem;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,7 @@ use lambda_host::envelope::SetAside;
 use lambda_host::trace::{self, SpanDetails};
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
-use lambda_http::{Body, Request, RequestExt, Response, Service, service_fn, tracing};
+use lambda_http::{Body, Context, Request, RequestExt, Response, Service, service_fn, tracing};
 use serde::Serialize;
 
 use crate::auth::Authenticator;
@@ -74,13 +76,18 @@ impl<S: PlantStore> App<S> {
     /// (DynamoDB, the issuer) is dropped and the answer is a 503 with
     /// `error` 50302, so that the invocation ends by itself and its worker
     /// takes the next one ([`deadline`] says why).
-    pub async fn handle(&self, request: Request) -> Response<Body> {
+    pub async fn handle(&self, mut request: Request) -> Response<Body> {
         let started = Instant::now();
         let path = api_path(&request);
         let set_aside = request.extensions().get::<SetAside>();
         let mut progress = Progress::default();
-        let work = self.create_plant(&request, path, set_aside, &mut progress);
-        let finished = deadline::until(deadline::respond_by(&request), work).await;
+        // Pinned where it is made: the work's future is as large as its
+        // largest state, and moving it into `until` and on into the
+        // timeout copied all of it, three times per request.
+        let finished = {
+            let work = pin!(self.create_plant(&request, path, set_aside, &mut progress));
+            deadline::until(deadline::respond_by(&request), work).await
+        };
         let outcome = finished.unwrap_or_else(|| Err(progress.cut_short()));
         let Progress {
             plant_id,
@@ -130,12 +137,19 @@ impl<S: PlantStore> App<S> {
                 .and_then(trace::root),
         });
 
+        let routed = path == PLANTS_PATH;
+        // The request ends here: its id moves into the answer's header
+        // rather than being copied there.
+        let request_id = request
+            .extensions_mut()
+            .get_mut::<Context>()
+            .map(|context| mem::take(&mut context.request_id));
         let mut response = Response::new(Body::from(body));
         *response.status_mut() = status;
         *response.headers_mut() = answer_headers(&self.headers, request_id, extra_headers);
         // The SERVER span's route (none matched a 404's path) and error code.
         let mut span = SpanDetails::default();
-        if path == PLANTS_PATH {
+        if routed {
             span = span.route(PLANTS_PATH);
         }
         if let Some(code) = error_code {
@@ -213,13 +227,13 @@ impl Progress {
 /// header value, then the error's own.
 fn answer_headers(
     template: &HeaderMap,
-    request_id: Option<&str>,
+    request_id: Option<String>,
     extra_headers: Vec<(HeaderName, HeaderValue)>,
 ) -> HeaderMap {
     let mut headers = template.clone();
     // The id's slot is the last of the template's, so filling or removing
     // it leaves the others in their order.
-    match request_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+    match request_id.and_then(|id| HeaderValue::try_from(id).ok()) {
         Some(id) => {
             if let Some(slot) = headers.get_mut(X_REQUEST_ID) {
                 *slot = id;
@@ -341,7 +355,7 @@ mod tests {
             ("an empty id", Some(""), Vec::new()),
         ];
         for (name, request_id, extra) in cases {
-            let ours = answer_headers(&template, request_id, extra.clone());
+            let ours = answer_headers(&template, request_id.map(str::to_owned), extra.clone());
             let theirs = inserted_one_by_one(request_id, extra);
             assert_eq!(
                 ours.iter().collect::<Vec<_>>(),

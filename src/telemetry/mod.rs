@@ -97,7 +97,10 @@ impl Telemetry {
         let request_id = context.map(|context| context.request_id.as_str());
         let trace_id = invocation.xray_trace_id;
         let latency_ms = millis(invocation.latency);
+        // The message as a `&str` field, first as a format string's would
+        // be: the same bytes in every format, and no `fmt` call to write it.
         tracing::info!(
+            message = "request",
             request_id,
             method = invocation.method,
             path = invocation.path,
@@ -116,7 +119,6 @@ impl Telemetry {
             xray_trace_id = trace_id,
             tenant_id = context.and_then(|context| context.tenant_id.as_deref()),
             envelope = invocation.envelope,
-            "request"
         );
         if !self.settings.metrics {
             return;
@@ -125,25 +127,45 @@ impl Telemetry {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
         let metrics = Metrics::of(invocation, cold_start);
-        let write = |line: &mut Vec<u8>| {
+        let write = |document: &mut Document| {
+            let Document { line, counted } = document;
             line.clear();
             self.template
-                .write(line, timestamp_ms, &metrics, request_id, trace_id);
+                .write(line, counted, timestamp_ms, &metrics, request_id, trace_id);
             line.push(b'\n');
             self.sink.write_line(line);
         };
         // The document's buffer is kept per thread, not allocated per line;
         // a sink that wrote a document of its own on this thread would get
         // a buffer of its own.
-        LINE.with(|line| match line.try_borrow_mut() {
-            Ok(mut line) => write(&mut line),
-            Err(_) => write(&mut Vec::with_capacity(1024)),
+        LINE.with(|document| match document.try_borrow_mut() {
+            Ok(mut document) => write(&mut document),
+            Err(_) => write(&mut Document::default()),
         });
     }
 }
 
 thread_local! {
-    static LINE: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
+    static LINE: RefCell<Document> = RefCell::new(Document::default());
+}
+
+/// What a thread keeps between documents: the line's buffer and the
+/// counters last written.
+#[derive(Default)]
+struct Document {
+    line: Vec<u8>,
+    counted: Counted,
+}
+
+/// The counters' members of a document as they were last written, and
+/// the values they are of ([`Metrics::counters_key`]): nearly every
+/// document of a process has the same (a create's), copied whole rather
+/// than member by member. The members depend on the values alone, as
+/// every template names the counters alike.
+#[derive(Default)]
+struct Counted {
+    key: Option<u32>,
+    members: Vec<u8>,
 }
 
 fn millis(duration: Duration) -> f64 {
@@ -172,6 +194,9 @@ struct Metric {
 struct Metrics {
     list: [Option<Metric>; 11],
 }
+
+/// How many of [`Metrics::list`] are counters, first in it.
+const COUNTERS: usize = 9;
 
 impl Metrics {
     fn of(invocation: &Invocation<'_>, cold_start: bool) -> Self {
@@ -211,6 +236,22 @@ impl Metrics {
         }
     }
 
+    /// The values of the counters (the first [`COUNTERS`] metrics), two
+    /// bits each (absent, 0 or 1); none when a count is above 1.
+    fn counters_key(&self) -> Option<u32> {
+        let mut key = 0;
+        for (at, metric) in self.list.iter().take(COUNTERS).enumerate() {
+            let bits = match metric.map(|metric| metric.value) {
+                None => 0,
+                Some(Value::Count(0)) => 1,
+                Some(Value::Count(1)) => 2,
+                Some(_) => return None,
+            };
+            key |= bits << (2 * at);
+        }
+        Some(key)
+    }
+
     fn iter(&self) -> impl Iterator<Item = &Metric> {
         self.list.iter().flatten()
     }
@@ -229,12 +270,14 @@ impl Metrics {
 /// that per invocation only the timestamp, the values and the ids are
 /// written (docs/performance.md, "A warm create against its floor").
 struct Template {
-    /// `"CloudWatchMetrics":[…]`, by [`Metrics::shape`].
-    directives: [Vec<u8>; 4],
     /// `,"Name":` of each metric, in the order of [`Metrics::list`].
     names: [Vec<u8>; 11],
-    /// `"service":"…"`.
-    service: Vec<u8>,
+    /// `,"Name":0` and `,"Name":1` of each metric: a counter's member
+    /// whole, as counters are 0 or 1.
+    counters: [[Vec<u8>; 2]; 11],
+    /// What follows the timestamp, by [`Metrics::shape`]: `,`, the
+    /// directive (`"CloudWatchMetrics":[…]`), `},` and `"service":"…"`.
+    heads: [Vec<u8>; 4],
 }
 
 impl Template {
@@ -243,9 +286,11 @@ impl Template {
     /// metric as top-level members, then the ids that lead to the log line
     /// and the trace (specification: "Embedded metric format" in the
     /// CloudWatch user guide).
+    /// `counted` is the thread's memory of the counters last written.
     fn write(
         &self,
         line: &mut Vec<u8>,
+        counted: &mut Counted,
         timestamp_ms: u64,
         metrics: &Metrics,
         request_id: Option<&str>,
@@ -253,25 +298,19 @@ impl Template {
     ) {
         line.extend_from_slice(br#"{"_aws":{"Timestamp":"#);
         json(line, &timestamp_ms);
-        line.push(b',');
-        line.extend_from_slice(
-            self.directives
-                .get(metrics.shape())
-                .map_or(&[][..], Vec::as_slice),
-        );
-        line.extend_from_slice(b"},");
-        line.extend_from_slice(&self.service);
-        for (metric, name) in metrics.list.iter().zip(&self.names) {
-            if let Some(metric) = metric {
-                line.extend_from_slice(name);
-                match metric.value {
-                    // A counter is 0 or 1: its one digit.
-                    Value::Count(count @ 0..=9) => line.push(b'0' + count),
-                    Value::Count(count) => json(line, &count),
-                    Value::Milliseconds(ms) => json(line, &ms),
+        line.extend_from_slice(self.heads.get(metrics.shape()).map_or(&[][..], Vec::as_slice));
+        match metrics.counters_key() {
+            Some(key) => {
+                if counted.key != Some(key) {
+                    counted.members.clear();
+                    self.members(&mut counted.members, metrics, 0..COUNTERS);
+                    counted.key = Some(key);
                 }
+                line.extend_from_slice(&counted.members);
             }
+            None => self.members(line, metrics, 0..COUNTERS),
         }
+        self.members(line, metrics, COUNTERS..metrics.list.len());
         for (name, id) in [
             (&br#","function_request_id":"#[..], request_id),
             (br#","xray_trace_id":"#, trace_id),
@@ -282,6 +321,30 @@ impl Template {
             }
         }
         line.push(b'}');
+    }
+
+    /// The members of the metrics in `range` of [`Metrics::list`].
+    fn members(&self, line: &mut Vec<u8>, metrics: &Metrics, range: std::ops::Range<usize>) {
+        let all = metrics.list.iter().zip(&self.names).zip(&self.counters);
+        for ((metric, name), counter) in all.take(range.end).skip(range.start) {
+            if let Some(metric) = metric {
+                match metric.value {
+                    Value::Count(count @ 0..=1) => {
+                        line.extend_from_slice(
+                            counter.get(usize::from(count)).map_or(&[][..], Vec::as_slice),
+                        );
+                    }
+                    Value::Count(count) => {
+                        line.extend_from_slice(name);
+                        json(line, &count);
+                    }
+                    Value::Milliseconds(ms) => {
+                        line.extend_from_slice(name);
+                        json(line, &ms);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -397,6 +460,81 @@ mod tests {
         )
     }
 
+    /// The request line as `record` wrote it with `"request"` as the
+    /// event's format string.
+    fn former_request_line(invocation: &Invocation<'_>) {
+        let context = invocation.context;
+        let request_id = context.map(|context| context.request_id.as_str());
+        tracing::info!(
+            request_id,
+            method = invocation.method,
+            path = invocation.path,
+            status = invocation.status,
+            error = invocation.error,
+            plant_id = invocation.plant_id,
+            outcome = invocation.outcome.map(Created::as_str),
+            latency_ms = millis(invocation.latency),
+            store_latency_ms = invocation.store_latency.map(millis),
+            service = TelemetrySettings::default().service.as_str(),
+            cold_start = false,
+            function_name = context.map(|context| context.env_config.function_name.as_str()),
+            function_memory_size = context.map(|context| context.env_config.memory),
+            function_arn = context.map(|context| context.invoked_function_arn.as_str()),
+            function_request_id = request_id,
+            xray_trace_id = invocation.xray_trace_id,
+            tenant_id = context.and_then(|context| context.tenant_id.as_deref()),
+            envelope = invocation.envelope,
+            "request"
+        );
+    }
+
+    #[test]
+    fn the_request_line_is_what_the_format_string_message_wrote_as_text_and_as_json() {
+        let mut context = Context::default();
+        context.request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678".to_owned();
+        context.tenant_id = Some("tenant \"blue\"".to_owned());
+        let invocation = Invocation {
+            context: Some(&context),
+            xray_trace_id: Some("1-5759e988-bd862e3fe1be46a994272793"),
+            plant_id: Some(7),
+            error: Some(40901),
+            envelope: Some("set aside: 1 cookie"),
+            ..invocation(409, Some(Created::Replayed), Some(3))
+        };
+        let text = |lines: &Lines| {
+            tracing::Dispatch::new(
+                tracing::subscriber::fmt()
+                    .with_target(false)
+                    .without_time()
+                    .with_ansi(false)
+                    .with_writer(lines.clone())
+                    .finish(),
+            )
+        };
+        let json = |lines: &Lines| {
+            tracing::Dispatch::new(lambda_host::logging::json_subscriber(None, lines.clone()))
+        };
+        for (format, dispatch) in [
+            ("text", &text as &dyn Fn(&Lines) -> tracing::Dispatch),
+            ("json", &json),
+        ] {
+            let (ours, theirs) = (Lines::default(), Lines::default());
+            tracing::dispatcher::with_default(&dispatch(&ours), || {
+                let telemetry = Telemetry::log_only();
+                telemetry.cold.store(false, Ordering::Relaxed);
+                telemetry.record(&invocation);
+            });
+            tracing::dispatcher::with_default(&dispatch(&theirs), || former_request_line(&invocation));
+            let (ours, theirs) = (ours.0.lock().unwrap().clone(), theirs.0.lock().unwrap().clone());
+            assert!(!ours.is_empty(), "{format}");
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                String::from_utf8(theirs).unwrap(),
+                "{format}"
+            );
+        }
+    }
+
     #[test]
     fn the_request_line_is_byte_for_byte_what_tracing_subscribers_json_format_wrote() {
         let mut context = Context::default();
@@ -481,18 +619,19 @@ mod tests {
     /// The document as it was written member by member through serde_json,
     /// each metric's name and value and each id.
     fn reference_document(
-        template: &Template,
+        settings: &TelemetrySettings,
         timestamp_ms: u64,
         metrics: &Metrics,
         request_id: Option<&str>,
         trace_id: Option<&str>,
     ) -> Vec<u8> {
+        let (directives, service) = Template::declarations(settings);
         let mut line = br#"{"_aws":{"Timestamp":"#.to_vec();
         json(&mut line, &timestamp_ms);
         line.push(b',');
-        line.extend_from_slice(&template.directives[metrics.shape()]);
+        line.extend_from_slice(&directives[metrics.shape()]);
         line.extend_from_slice(b"},");
-        line.extend_from_slice(&template.service);
+        line.extend_from_slice(&service);
         for metric in metrics.iter() {
             line.push(b',');
             json(&mut line, metric.name);
@@ -530,10 +669,10 @@ mod tests {
             (Some("a\"b\\c\u{1}\u{7f}ü🌱"), None),
         ];
         let mut documents = 0;
-        for template in [
-            Template::new(&TelemetrySettings::default()),
-            Template::new(&settings),
-        ] {
+        // One memory of the counters for every document, as a thread keeps it.
+        let mut counted = Counted::default();
+        for settings in [&TelemetrySettings::default(), &settings] {
+            let template = Template::new(settings);
             for cold in [true, false] {
                 for store_latency in [
                     None,
@@ -557,13 +696,14 @@ mod tests {
                                         let mut ours = Vec::new();
                                         template.write(
                                             &mut ours,
+                                            &mut counted,
                                             1_764_000_000_123,
                                             &metrics,
                                             request_id,
                                             trace_id,
                                         );
                                         let theirs = reference_document(
-                                            &template,
+                                            settings,
                                             1_764_000_000_123,
                                             &metrics,
                                             request_id,

@@ -35,34 +35,9 @@ impl Telemetry {
 }
 
 impl Template {
-    /// Each directive is written from the metrics of an invocation of its
-    /// shape, so that it declares exactly what [`Metrics::of`] writes.
     pub(super) fn new(settings: &TelemetrySettings) -> Self {
-        let invocation = |store: bool| Invocation {
-            context: None,
-            method: "",
-            path: "",
-            status: 0,
-            error: None,
-            plant_id: None,
-            outcome: None,
-            latency: Duration::ZERO,
-            store_latency: store.then_some(Duration::ZERO),
-            envelope: None,
-            xray_trace_id: None,
-        };
-        let declared = |cold_start: bool, store: bool| {
-            let metrics = Metrics::of(&invocation(store), cold_start);
-            member(
-                "CloudWatchMetrics",
-                &[Directive {
-                    settings,
-                    metrics: &metrics,
-                }],
-            )
-        };
         // Every metric is present on a cold start that called the store.
-        let all = Metrics::of(&invocation(true), true);
+        let all = Metrics::of(&shaped(true), true);
         let names = all.list.map(|metric| {
             let mut name = vec![b','];
             if let Some(metric) = metric {
@@ -71,16 +46,59 @@ impl Template {
             name.push(b':');
             name
         });
+        let counters = names
+            .clone()
+            .map(|name| [b'0', b'1'].map(|digit| [&name[..], &[digit]].concat()));
+        let (directives, service) = Self::declarations(settings);
+        let heads = directives.map(|directive| [&b","[..], &directive, b"},", &service].concat());
         Self {
             names,
-            directives: [
+            counters,
+            heads,
+        }
+    }
+
+    /// The directive of each shape of metrics, by [`Metrics::shape`], and
+    /// the `service` member. Each directive is written from the metrics of
+    /// an invocation of its shape, so that it declares exactly what
+    /// [`Metrics::of`] writes.
+    pub(super) fn declarations(settings: &TelemetrySettings) -> ([Vec<u8>; 4], Vec<u8>) {
+        let declared = |cold_start: bool, store: bool| {
+            let metrics = Metrics::of(&shaped(store), cold_start);
+            member(
+                "CloudWatchMetrics",
+                &[Directive {
+                    settings,
+                    metrics: &metrics,
+                }],
+            )
+        };
+        (
+            [
                 declared(false, false),
                 declared(false, true),
                 declared(true, false),
                 declared(true, true),
             ],
-            service: member("service", &settings.service),
-        }
+            member("service", &settings.service),
+        )
+    }
+}
+
+/// An invocation that called the store or not, for the shape of its metrics.
+fn shaped(store: bool) -> Invocation<'static> {
+    Invocation {
+        context: None,
+        method: "",
+        path: "",
+        status: 0,
+        error: None,
+        plant_id: None,
+        outcome: None,
+        latency: Duration::ZERO,
+        store_latency: store.then_some(Duration::ZERO),
+        envelope: None,
+        xray_trace_id: None,
     }
 }
 

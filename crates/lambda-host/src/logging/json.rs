@@ -43,13 +43,13 @@ struct Buffers {
 /// The keys of one event callsite, each written as `,"name":`, so that
 /// the next line from the same callsite (the request line, every
 /// invocation) copies them rather than escaping each name again. Bounded
-/// by the largest field set seen.
+/// by the largest field set seen; each key's buffer is kept for the next
+/// callsite.
 #[derive(Default)]
 struct Keys {
     callsite: Option<Identifier>,
-    written: String,
-    /// Where each field's key ends in `written`, by the field's index.
-    ends: Vec<usize>,
+    /// Each field's key, by the field's index.
+    written: Vec<String>,
 }
 
 impl Keys {
@@ -59,11 +59,11 @@ impl Keys {
         if self.callsite.as_ref() == Some(&callsite) {
             return;
         }
-        self.written.clear();
-        self.ends.clear();
-        for field in metadata.fields() {
-            write_key(&mut self.written, field.name());
-            self.ends.push(self.written.len());
+        let fields = metadata.fields();
+        self.written.resize_with(fields.len(), String::new);
+        for (key, field) in self.written.iter_mut().zip(fields) {
+            key.clear();
+            write_key(key, field.name());
         }
         self.callsite = Some(callsite);
     }
@@ -73,12 +73,7 @@ impl Keys {
         if self.callsite.as_ref() != Some(&field.callsite()) {
             return None;
         }
-        let index = field.index();
-        let start = match index.checked_sub(1) {
-            Some(before) => *self.ends.get(before)?,
-            None => 0,
-        };
-        self.written.get(start..*self.ends.get(index)?)
+        self.written.get(field.index()).map(String::as_str)
     }
 }
 
