@@ -147,15 +147,19 @@ impl<S: PlantStore> App<S> {
         let mut response = Response::new(Body::from(body));
         *response.status_mut() = status;
         *response.headers_mut() = answer_headers(&self.headers, request_id, extra_headers);
-        // The SERVER span's route (none matched a 404's path) and error code.
-        let mut span = SpanDetails::default();
-        if routed {
-            span = span.route(PLANTS_PATH);
+        // The SERVER span's route (none matched a 404's path) and error
+        // code; read only when the invocation's spans are sent, and an
+        // extension costs three allocations.
+        if trace::traced() {
+            let mut span = SpanDetails::default();
+            if routed {
+                span = span.route(PLANTS_PATH);
+            }
+            if let Some(code) = error_code {
+                span = span.annotate("ErrorCode", code);
+            }
+            response.extensions_mut().insert(span);
         }
-        if let Some(code) = error_code {
-            span = span.annotate("ErrorCode", code);
-        }
-        response.extensions_mut().insert(span);
         response
     }
 

@@ -23,7 +23,9 @@ pub(super) const MAX_ANNOTATIONS: usize = 48;
 /// filter expressions (`annotation.Tier = "gold"`); X-Ray takes keys
 /// of letters, digits and underscores. The host's own annotations
 /// (`ColdStart`, `Status`) win over the function's of the same name. A
-/// route alone allocates nothing.
+/// route alone allocates nothing, but the response's extension does: the
+/// host reads it only when [`traced`](super::traced) is true, and a
+/// function may leave it out otherwise.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SpanDetails {
     route: Option<Cow<'static, str>>,

@@ -187,9 +187,13 @@ pub(super) enum Here {
     Traced(Spans),
 }
 
-/// Whether the calling task serves an invocation whose spans are sent:
-/// what it would write for the SERVER span is worth gathering.
-pub(crate) fn traced() -> bool {
+/// Whether the calling task serves an invocation whose spans are sent
+/// (sampled, or any with Application Signals on): only then is what a
+/// function would add to its SERVER span, a [`SpanDetails`] among it,
+/// read. `false` outside an invocation's task.
+///
+/// [`SpanDetails`]: super::SpanDetails
+pub fn traced() -> bool {
     CURRENT
         .try_with(|invocation| invocation.spans.is_some())
         .unwrap_or(false)

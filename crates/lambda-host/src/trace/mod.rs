@@ -8,7 +8,8 @@
 //! SERVER span from the answer. A function adds:
 //! - `interceptors()` (the `sdk` feature) on each AWS SDK client: the
 //!   trace header on every request, and a CLIENT span per call;
-//! - [`SpanDetails`] on its response: its route and its own annotations;
+//! - [`SpanDetails`] on its response: its route and its own annotations,
+//!   read when [`traced()`] is true;
 //! - its `tracing` spans, through the [`layer()`] (already on the host's own
 //!   subscriber; added to the function's, when it installs one).
 //!
@@ -34,10 +35,10 @@ mod spans;
 
 pub use self::details::{Annotation, SpanDetails};
 pub(crate) use self::exporter::{APPLICATION_SIGNALS, DAEMON_ADDRESS, TraceEnv};
-pub use self::invocation::{current, root};
+pub use self::invocation::{current, root, traced};
 // For the host's `spawn`: work behind an answer keeps its invocation.
 use self::exporter::Tracer;
-pub(crate) use self::invocation::{Header, scope, server_answer, traced};
+pub(crate) use self::invocation::{Header, scope, server_answer};
 pub(crate) use self::invocation::{carried, carry};
 pub(crate) use self::layer::recording;
 pub use self::layer::{SpansLayer, layer};

@@ -325,6 +325,24 @@ async fn unsampled_headerless_or_untraced_invocations_send_nothing() {
 }
 
 #[tokio::test]
+async fn an_invocation_is_traced_exactly_when_its_spans_are_sent() {
+    let (tracer, _listener) = daemon(false);
+    let (signals, _signals_listener) = daemon(true);
+    let unsampled = SAMPLED.replace("Sampled=1", "Sampled=0");
+    for (tracer, header, sent) in [
+        (Some(tracer), Some(SAMPLED), true),
+        (Some(signals), Some(unsampled.as_str()), true),
+        (Some(tracer), Some(unsampled.as_str()), false),
+        (Some(tracer), None, false),
+        (None, Some(SAMPLED), false),
+    ] {
+        let traced = scope_with(tracer, header, async { invocation::traced() }).await;
+        assert_eq!(traced, sent, "{header:?}");
+    }
+    assert!(!invocation::traced(), "outside an invocation");
+}
+
+#[tokio::test]
 async fn with_application_signals_an_unsampled_invocation_sends_its_spans_marked_unsampled() {
     let (tracer, listener) = daemon(true);
     let unsampled = SAMPLED.replace("Sampled=1", "Sampled=0");
