@@ -73,14 +73,21 @@ fn front_door(
     }
     let has_method = members.http_method.given();
     let lattice_v1_shape = members.raw_path_snake.present() && members.method.present();
-    let tried = [
-        (has_method, Door::RestApi),
-        (true, Door::HttpApi),
-        (has_method, Door::Alb),
-        (true, Door::LatticeV2),
-        (lattice_v1_shape, Door::LatticeV1),
-    ];
-    for (_, door) in tried.into_iter().filter(|(tried, _)| *tried) {
+    for door in [
+        Door::RestApi,
+        Door::HttpApi,
+        Door::Alb,
+        Door::LatticeV2,
+        Door::LatticeV1,
+    ] {
+        let tried = match door {
+            Door::RestApi | Door::Alb => has_method,
+            Door::HttpApi | Door::LatticeV2 => true,
+            Door::LatticeV1 => lattice_v1_shape,
+        };
+        if !tried {
+            continue;
+        }
         let mut repairs = SetAside::default();
         let (read, origin) = match door {
             Door::RestApi => (

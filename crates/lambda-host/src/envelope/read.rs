@@ -474,22 +474,79 @@ enum HeadersValue<'a> {
     /// Absent or `null`: no headers.
     #[default]
     Null,
-    Object(Vec<(Cow<'a, str>, HeaderItem<'a>)>),
+    Object(Pairs<'a>),
     /// A string, a number, an array: no header map.
     Other,
 }
 
+/// A header object's names and values in order. The pairs are `Copy`,
+/// what they do not borrow from the event kept beside them, so that
+/// their `Vec` is freed without a walk over it.
+#[derive(Default)]
+struct Pairs<'a> {
+    pairs: Vec<(Piece<'a>, HeaderItem<'a>)>,
+    /// The names and values that had escapes, unescaped.
+    unescaped: Vec<String>,
+    /// The values of the lists of more than one string, one after another.
+    strings: Vec<Piece<'a>>,
+    /// The values of the lists of lists of bytes, one after another.
+    bytes: Vec<Vec<u8>>,
+}
+
+/// A name or a value: a slice of the event, or one of [`Pairs`]'s
+/// unescaped texts.
+#[derive(Clone, Copy)]
+enum Piece<'a> {
+    Slice(&'a str),
+    Unescaped(usize),
+}
+
 /// One member's value, as `aws_lambda_events`' header reader takes it: a
-/// string, an array of strings, or an array of arrays of bytes.
+/// string, an array of strings, or an array of arrays of bytes. Lists of
+/// more than one value are ranges of [`Pairs`]'s `strings` or `bytes`.
+#[derive(Clone, Copy)]
 enum HeaderItem<'a> {
-    One(Cow<'a, str>),
+    One(Piece<'a>),
     /// A list of one string, as a REST API's `multiValueHeaders` mostly
-    /// have: kept without a `Vec` of its own.
-    OneOfList(Cow<'a, str>),
+    /// have: kept without a range.
+    OneOfList(Piece<'a>),
     /// A list of strings, other than one.
-    Strings(Vec<Cow<'a, str>>),
-    Bytes(Vec<Vec<u8>>),
+    Strings(usize, usize),
+    Bytes(usize, usize),
     Other,
+}
+
+impl<'a> Pairs<'a> {
+    #[inline(always)]
+    fn piece(&mut self, text: Cow<'a, str>) -> Piece<'a> {
+        match text {
+            Cow::Borrowed(text) => Piece::Slice(text),
+            Cow::Owned(text) => {
+                self.unescaped.push(text);
+                Piece::Unescaped(self.unescaped.len() - 1)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn text(&self, piece: Piece<'a>) -> &str {
+        match piece {
+            Piece::Slice(text) => text,
+            Piece::Unescaped(at) => self.unescaped.get(at).map_or("", String::as_str),
+        }
+    }
+
+    fn strings(&self, from: usize, to: usize) -> impl Iterator<Item = &str> {
+        self.strings
+            .get(from..to)
+            .unwrap_or_default()
+            .iter()
+            .map(|piece| self.text(*piece))
+    }
+
+    fn bytes(&self, from: usize, to: usize) -> &[Vec<u8>] {
+        self.bytes.get(from..to).unwrap_or_default()
+    }
 }
 
 impl<'a> Headers<'a> {
@@ -507,14 +564,15 @@ impl<'a> Headers<'a> {
         let (HeadersValue::Object(single), HeadersValue::Object(multi)) = (&self.value, &multi.value) else {
             return false;
         };
-        single.len() == multi.len()
+        single.pairs.len() == multi.pairs.len()
             && single
+                .pairs
                 .iter()
-                .zip(multi)
+                .zip(&multi.pairs)
                 .all(|((name, item), (multi_name, multi_item))| {
-                    name == multi_name
+                    single.text(*name) == multi.text(*multi_name)
                         && matches!((item, multi_item), (HeaderItem::One(value), HeaderItem::OneOfList(only))
-                        if only == value)
+                        if multi.text(*only) == single.text(*value))
                 })
     }
 
@@ -537,11 +595,11 @@ impl<'a> Headers<'a> {
             HeadersValue::Other => return Err(Refused),
             HeadersValue::Object(pairs) => pairs,
         };
-        let mut map = HeaderMap::with_capacity(pairs.len());
+        let mut map = HeaderMap::with_capacity(pairs.pairs.len());
         let mut shared = SharedValues::of(self.text);
         let mut firsts = Firsts::default();
-        for (name, item) in pairs {
-            let name = header_name(name)?;
+        for &(name, item) in &pairs.pairs {
+            let name = header_name(pairs.text(name))?;
             let noted = if name == HOST {
                 Some(&mut firsts.host)
             } else if name == X_FORWARDED_PROTO {
@@ -551,32 +609,36 @@ impl<'a> Headers<'a> {
             };
             if let Some(first) = noted {
                 match item {
-                    HeaderItem::One(value) => *first = First::Text(value),
-                    HeaderItem::OneOfList(value) => first.append(First::Text(value)),
-                    HeaderItem::Strings(values) => {
-                        if let Some(value) = values.first() {
+                    HeaderItem::One(value) => *first = First::Text(pairs.text(value)),
+                    HeaderItem::OneOfList(value) => first.append(First::Text(pairs.text(value))),
+                    HeaderItem::Strings(from, to) => {
+                        if let Some(value) = pairs.strings(from, to).next() {
                             first.append(First::Text(value));
                         }
                     }
-                    HeaderItem::Bytes(values) if !values.is_empty() => first.append(First::InMap),
-                    HeaderItem::Bytes(_) | HeaderItem::Other => {}
+                    HeaderItem::Bytes(from, to) if to > from => first.append(First::InMap),
+                    HeaderItem::Bytes(..) | HeaderItem::Other => {}
                 }
             }
             match item {
-                HeaderItem::One(value) if split && value.contains(',') => {
-                    append_split(&mut map, &name, value, shared.next(value))?
-                }
                 HeaderItem::One(value) => {
-                    map.insert(name, shared.value(value)?);
-                }
-                HeaderItem::OneOfList(value) if split && value.contains(',') => {
-                    append_split(&mut map, &name, value, shared.next(value))?
+                    let value = pairs.text(value);
+                    if split && value.contains(',') {
+                        append_split(&mut map, &name, value, shared.next(value))?
+                    } else {
+                        map.insert(name, shared.value(value)?);
+                    }
                 }
                 HeaderItem::OneOfList(value) => {
-                    map.append(&name, shared.value(value)?);
+                    let value = pairs.text(value);
+                    if split && value.contains(',') {
+                        append_split(&mut map, &name, value, shared.next(value))?
+                    } else {
+                        map.append(&name, shared.value(value)?);
+                    }
                 }
-                HeaderItem::Strings(values) => {
-                    for value in values {
+                HeaderItem::Strings(from, to) => {
+                    for value in pairs.strings(from, to) {
                         if split && value.contains(',') {
                             append_split(&mut map, &name, value, shared.next(value))?;
                         } else {
@@ -584,8 +646,8 @@ impl<'a> Headers<'a> {
                         }
                     }
                 }
-                HeaderItem::Bytes(values) => {
-                    for value in values {
+                HeaderItem::Bytes(from, to) => {
+                    for value in pairs.bytes(from, to) {
                         map.append(&name, HeaderValue::from_bytes(value).map_err(|_| Refused)?);
                     }
                 }
@@ -765,10 +827,15 @@ fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
         Kind::Object => {
             scan.object()?;
             // What a front door's request usually has, in one allocation.
-            let mut pairs = Vec::with_capacity(16);
+            let mut pairs = Pairs {
+                pairs: Vec::with_capacity(16),
+                ..Pairs::default()
+            };
             let mut first = true;
             while let Some(name) = scan.key_text(&mut first)? {
-                pairs.push((name.ok_or(Invalid)?, scan_item(scan)?));
+                let name = pairs.piece(name.ok_or(Invalid)?);
+                let item = scan_item(scan, &mut pairs)?;
+                pairs.pairs.push((name, item));
             }
             HeadersValue::Object(pairs)
         }
@@ -795,7 +862,7 @@ fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
     Ok(Headers {
         present: true,
         names: match &value {
-            HeadersValue::Object(pairs) => pairs.len(),
+            HeadersValue::Object(pairs) => pairs.pairs.len(),
             _ => 0,
         },
         value,
@@ -807,27 +874,41 @@ fn scan_headers<'a>(scan: &mut Scanner<'a>) -> Scan<Headers<'a>> {
 /// a string, a list of strings, a list of lists of bytes; anything else,
 /// a string that is not one as `str` (a lone surrogate) among them, is
 /// [`HeaderItem::Other`].
-fn scan_item<'a>(scan: &mut Scanner<'a>) -> Scan<HeaderItem<'a>> {
+fn scan_item<'a>(scan: &mut Scanner<'a>, pairs: &mut Pairs<'a>) -> Scan<HeaderItem<'a>> {
     match scan.kind()? {
-        Kind::String => Ok(scan.text_of_str()?.map_or(HeaderItem::Other, HeaderItem::One)),
+        Kind::String => Ok(match scan.text_of_str()? {
+            Some(text) => HeaderItem::One(pairs.piece(text)),
+            None => HeaderItem::Other,
+        }),
         Kind::Array => {
             scan.array()?;
             // A list of one string, as a REST API's `multiValueHeaders`
-            // mostly have, without a `Vec`.
-            let mut first_string = None;
-            let mut strings = Vec::new();
-            let mut bytes = Vec::new();
+            // mostly have, is not put in `strings`: only a second one
+            // puts both there.
+            let strings_from = pairs.strings.len();
+            let bytes_from = pairs.bytes.len();
+            let mut only = None;
+            let mut count = 0_usize;
             let mut other = false;
             let mut first = true;
             while scan.element(&mut first)? {
                 match scan.kind()? {
                     Kind::String => match scan.text_of_str()? {
-                        Some(text) if first_string.is_none() => first_string = Some(text),
-                        Some(text) => strings.push(text),
+                        Some(text) => {
+                            let piece = pairs.piece(text);
+                            count += 1;
+                            match only.take() {
+                                None if count == 1 => only = Some(piece),
+                                earlier => {
+                                    pairs.strings.extend(earlier);
+                                    pairs.strings.push(piece);
+                                }
+                            }
+                        }
                         None => other = true,
                     },
                     Kind::Array => match scan_bytes(scan)? {
-                        Some(value) => bytes.push(value),
+                        Some(value) => pairs.bytes.push(value),
                         None => other = true,
                     },
                     _ => {
@@ -838,14 +919,11 @@ fn scan_item<'a>(scan: &mut Scanner<'a>) -> Scan<HeaderItem<'a>> {
             }
             // All strings, or else all lists of bytes: `OneOrMore`'s
             // variants in their order.
-            Ok(match (other, first_string, bytes.is_empty()) {
-                (false, Some(only), true) if strings.is_empty() => HeaderItem::OneOfList(only),
-                (false, Some(first), true) => {
-                    strings.insert(0, first);
-                    HeaderItem::Strings(strings)
-                }
-                (false, None, true) => HeaderItem::Strings(strings),
-                (false, None, false) => HeaderItem::Bytes(bytes),
+            let bytes_to = pairs.bytes.len();
+            Ok(match (other, only, bytes_to == bytes_from) {
+                (false, Some(only), true) => HeaderItem::OneOfList(only),
+                (false, None, true) => HeaderItem::Strings(strings_from, pairs.strings.len()),
+                (false, None, false) if count == 0 => HeaderItem::Bytes(bytes_from, bytes_to),
                 _ => HeaderItem::Other,
             })
         }
