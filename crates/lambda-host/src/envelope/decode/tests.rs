@@ -1083,3 +1083,51 @@ fn every_request_context_member_changed_is_read_as_before() {
         }
     }
 }
+
+/// What a function reads of its authorizer (`request_context_ref()
+/// .authorizer()`, as the official `http-axum-apigw-authorizer` example
+/// does) is what `lambda_http` reads: a JWT's claims and scopes, a Lambda
+/// authorizer's context, IAM's identity (HTTP API), and a REST API
+/// authorizer's fields beside its principal.
+#[test]
+fn an_authorizers_context_is_read_as_before() {
+    let authorizers = [
+        json!({ "lambda": { "field_name": "value", "count": 3, "nested": { "a": [1, "b"] } } }),
+        json!({ "jwt": { "claims": { "sub": "u-1", "scope": "read write" }, "scopes": ["read", "write"] } }),
+        json!({ "iam": { "accessKey": "AKIA", "accountId": "123456789012", "callerId": "c",
+                          "principalOrgId": "o-1", "userArn": "arn:aws:iam::123456789012:user/u", "userId": "u" } }),
+        json!({ "lambda": null, "jwt": null }),
+        json!({}),
+        json!({ "lambda": "not a map" }),
+    ];
+    for authorizer in &authorizers {
+        let event = http_api_event(|event| event["requestContext"]["authorizer"] = authorizer.clone());
+        assert_decoded_as_before(&event);
+        if authorizer.get("lambda").is_some_and(Value::is_object) {
+            let decoded = decode_with(&event, Stage::InPath).expect("an HTTP API event");
+            let context = decoded
+                .request
+                .request_context_ref()
+                .and_then(|context| context.authorizer());
+            assert_eq!(
+                context.and_then(|authorizer| authorizer.fields.get("field_name")),
+                Some(&json!("value")),
+                "{authorizer}"
+            );
+        }
+    }
+    let rest: Value =
+        serde_json::from_slice(include_bytes!("../../../../../events/create-rest-api-stage.json"))
+            .expect("JSON");
+    for authorizer in [
+        json!({ "principalId": "user-1", "integrationLatency": 12, "field_name": "value", "n": 1.5 }),
+        json!({ "claims": { "sub": "u-1" }, "scopes": null }),
+        json!({}),
+        Value::Null,
+        json!("not a map"),
+    ] {
+        let mut event = rest.clone();
+        event["requestContext"]["authorizer"] = authorizer;
+        assert_decoded_as_before(event.to_string().as_bytes());
+    }
+}
