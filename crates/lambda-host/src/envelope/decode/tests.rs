@@ -1131,3 +1131,111 @@ fn an_authorizers_context_is_read_as_before() {
         assert_decoded_as_before(event.to_string().as_bytes());
     }
 }
+
+/// Every member `aws_lambda_events` reads of an HTTP API's, a function
+/// URL's and a REST API's request context, each with a value of its own,
+/// and members it does not name: read as before. The samples hold only
+/// some of them, and a member the decoder named wrongly would read as
+/// absent there and here as lost.
+#[test]
+fn a_request_context_with_every_member_is_read_as_before() {
+    let http_api = http_api_event(|event| {
+        event["requestContext"] = json!({
+            "accountId": "123456789012",
+            "apiId": "api-id",
+            "authentication": {
+                "clientCert": {
+                    "clientCertPem": "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----",
+                    "issuerDN": "CN=issuer",
+                    "serialNumber": "a1:b2",
+                    "subjectDN": "CN=subject",
+                    "validity": { "notAfter": "Aug  5 09:36:04 2031 GMT", "notBefore": "Aug  3 09:36:04 2021 GMT" },
+                    "extra": 1
+                },
+                "extra": true
+            },
+            "authorizer": {
+                "jwt": { "claims": { "sub": "u-1", "iss": "https://issuer" }, "scopes": ["read"], "extra": 2 },
+                "lambda": { "tier": "gold" },
+                "iam": {
+                    "accessKey": "AKIA", "accountId": "123456789012", "callerId": "caller",
+                    "cognitoIdentity": { "amr": ["authenticated"], "identityId": "id-1", "identityPoolId": "pool-1" },
+                    "principalOrgId": "o-1", "userArn": "arn:aws:iam::123456789012:user/u", "userId": "user-id"
+                }
+            },
+            "domainName": "api.example.com",
+            "domainPrefix": "api",
+            "http": {
+                "method": "POST",
+                "path": "/items",
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.1",
+                "userAgent": "agent/1.0",
+                "extra": "x"
+            },
+            "requestId": "request-id",
+            "routeKey": "POST /items",
+            "stage": "$default",
+            "time": "12/Mar/2020:19:03:58 +0000",
+            "timeEpoch": 1_583_348_638_390_i64,
+            "extendedRequestId": "not named by the type"
+        });
+    });
+    assert_decoded_as_before(&http_api);
+    let function_url: Value = serde_json::from_slice(&http_api).expect("JSON");
+    let mut function_url = function_url;
+    function_url["requestContext"]["domainName"] = json!("abc.lambda-url.eu-west-1.on.aws");
+    function_url["requestContext"]["apiId"] = json!("abc");
+    function_url["routeKey"] = json!("$default");
+    assert_decoded_as_before(function_url.to_string().as_bytes());
+
+    let mut rest: Value =
+        serde_json::from_slice(include_bytes!("../../../../../events/create-rest-api-stage.json"))
+            .expect("JSON");
+    rest["requestContext"] = json!({
+        "accountId": "123456789012",
+        "apiId": "api-id",
+        "authorizer": { "principalId": "user-1", "integrationLatency": 12, "tier": "gold" },
+        "domainName": "api.example.com",
+        "domainPrefix": "api",
+        "extendedRequestId": "extended-id",
+        "httpMethod": "POST",
+        "identity": {
+            "accessKey": "AKIA",
+            "accountId": "123456789012",
+            "apiKey": "key",
+            "apiKeyId": "key-id",
+            "caller": "caller",
+            "cognitoAuthenticationProvider": "provider",
+            "cognitoAuthenticationType": "authenticated",
+            "cognitoIdentityId": "id-1",
+            "cognitoIdentityPoolId": "pool-1",
+            "principalOrgId": "o-1",
+            "sourceIp": "203.0.113.1",
+            "user": "user",
+            "userAgent": "agent/1.0",
+            "userArn": "arn:aws:iam::123456789012:user/u",
+            "clientCert": { "clientCertPem": "pem", "subjectDN": "CN=s", "issuerDN": "CN=i", "serialNumber": "1",
+                            "validity": { "notBefore": "a", "notAfter": "b" } }
+        },
+        "operationName": "createPlant",
+        "path": "/prod/plants",
+        "protocol": "HTTP/1.1",
+        "requestId": "request-id",
+        "requestTime": "12/Mar/2020:19:03:58 +0000",
+        "requestTimeEpoch": 1_583_348_638_390_i64,
+        "resourceId": "resource-id",
+        "resourcePath": "/plants",
+        "stage": "prod",
+        "connectedAt": 1_583_348_638_390_i64
+    });
+    let rest = rest.to_string();
+    assert_decoded_as_before(rest.as_bytes());
+    for event in [&http_api, function_url.to_string().as_bytes(), rest.as_bytes()] {
+        assert!(
+            decode_with(event, Stage::InPath).is_ok(),
+            "{}",
+            String::from_utf8_lossy(event)
+        );
+    }
+}
