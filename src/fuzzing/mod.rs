@@ -212,7 +212,13 @@ impl Input {
         };
         let mut request = Request::new(body);
         *request.method_mut() = self.method.clone();
-        *request.uri_mut() = self.target.parse().unwrap_or_else(|_| Uri::from_static("/"));
+        // A target that forms no URI loses its query, then its path, as
+        // lambda-host's decoder sets them aside.
+        *request.uri_mut() = self
+            .target
+            .parse()
+            .or_else(|_| self.path().parse())
+            .unwrap_or_else(|_| Uri::from_static("/"));
         *request.headers_mut() = self.headers.clone();
 
         let mut context = lambda_http::Context::default();
