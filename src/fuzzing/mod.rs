@@ -223,7 +223,7 @@ impl Input {
 
         let mut context = lambda_http::Context::default();
         context.request_id = REQUEST_ID.to_owned();
-        let raw_path = self.target.split('?').next().unwrap_or_default().to_owned();
+        let raw_path = self.path().to_owned();
         let request = request.with_raw_http_path(raw_path).with_lambda_context(context);
         match &self.stage {
             Some(stage) => {
@@ -235,8 +235,9 @@ impl Input {
         }
     }
 
+    /// The target's path as a URI reads it: up to a query or a fragment.
     fn path(&self) -> &str {
-        self.target.split('?').next().unwrap_or_default()
+        self.target.split(['?', '#']).next().unwrap_or_default()
     }
 }
 
