@@ -59,27 +59,31 @@ impl<'a> Header<'a> {
 
 /// Runs `future` with `header` as the trace header of every SDK request it
 /// makes and, when traced, as the trace of the spans it sends. The SERVER
-/// span ends, and the invocation's spans are sent, when the future ends or
-/// is dropped.
-pub(crate) async fn scope<F: Future>(header: Option<Header<'_>>, future: F) -> F::Output {
-    scope_read(TRACER.get(), header, future).await
+/// span starts now; it ends, and the invocation's spans are sent, when the
+/// future ends or is dropped.
+///
+/// Not an `async fn`: each `async` layer holds `future` twice (as its
+/// argument, and inside what it awaits) and moves it, and the loop's
+/// invocation future is large (docs/performance.md, "Smaller stack frames").
+pub(crate) fn scope<F: Future>(header: Option<Header<'_>>, future: F) -> impl Future<Output = F::Output> {
+    scope_read(TRACER.get(), header, future)
 }
 
 /// [`scope`] with `tracer` instead of the process's, of a header's text.
 #[cfg(test)]
-pub(super) async fn scope_with<F: Future>(
+pub(super) fn scope_with<F: Future>(
     tracer: Option<&'static Tracer>,
     header: Option<&str>,
     future: F,
-) -> F::Output {
-    scope_read(tracer, header.map(Header::read), future).await
+) -> impl Future<Output = F::Output> {
+    scope_read(tracer, header.map(Header::read), future)
 }
 
-async fn scope_read<F: Future>(
+fn scope_read<F: Future>(
     tracer: Option<&'static Tracer>,
     header: Option<Header<'_>>,
     future: F,
-) -> F::Output {
+) -> impl Future<Output = F::Output> {
     let (spans, server) = match (header, tracer) {
         (Some(header), Some(tracer)) => traced_by(header.fields, tracer).unzip(),
         _ => (None, None),
@@ -89,7 +93,7 @@ async fn scope_read<F: Future>(
         spans,
         server,
     };
-    CURRENT.scope(invocation, future).await
+    CURRENT.scope(invocation, future)
 }
 
 /// The spans of an invocation whose header says `Sampled=1` (or
