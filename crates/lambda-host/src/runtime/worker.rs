@@ -367,7 +367,8 @@ pub(super) async fn serve<C: Answer>(
                     .await?;
             }
         }
-        if settle && deadline::until(cut, settled()).await.is_none() {
+        // Nearly always nothing is pending: then no timer.
+        if settle && !nothing_pending() && deadline::until(cut, settled()).await.is_none() {
             tracing::warn!(parent: &span, "work started behind the answer was still running at the deadline");
         }
     }
@@ -672,6 +673,11 @@ where
     )
 }
 
+/// Whether every task of [`spawn`] has ended, as [`settled`] finds it.
+fn nothing_pending() -> bool {
+    PENDING.load(Ordering::Acquire) == 0
+}
+
 /// Resolves once every task of [`spawn`] has ended: at once, nearly always.
 pub(super) async fn settled() {
     loop {
@@ -680,7 +686,7 @@ pub(super) async fn settled() {
         // Registered before the count is read, so that a task ending in
         // between is not missed.
         ended.as_mut().enable();
-        if PENDING.load(Ordering::Acquire) == 0 {
+        if nothing_pending() {
             return;
         }
         ended.await;
