@@ -102,28 +102,29 @@ impl RuntimeApi {
         .await
     }
 
-    /// The invocation's answer: the front door's JSON.
-    pub(super) async fn answer(
+    /// The invocation's answer: the front door's JSON. Not an `async fn`,
+    /// nor is [`fail`](Self::fail): `post`'s own future, not held and
+    /// moved by one more layer.
+    pub(super) fn answer(
         &self,
         request_id: &str,
         invocation_id: Option<&HeaderValue>,
         body: Vec<u8>,
-    ) -> Result<(), Error> {
+    ) -> impl Future<Output = Result<(), Error>> {
         let path = format!("{API_PREFIX}/invocation/{request_id}/response");
-        self.post(path, None, invocation_id, body).await
+        self.post(path, None, invocation_id, body)
     }
 
     /// The invocation failed: no answer, and why.
-    pub(super) async fn fail(
+    pub(super) fn fail(
         &self,
         request_id: &str,
         invocation_id: Option<&HeaderValue>,
         diagnostic: &Diagnostic,
-    ) -> Result<(), Error> {
+    ) -> impl Future<Output = Result<(), Error>> {
         let path = format!("{API_PREFIX}/invocation/{request_id}/error");
         let body = diagnostic_json(diagnostic);
         self.post(path, Some(&diagnostic.error_type), invocation_id, body)
-            .await
     }
 
     /// The invocation's answer in Lambda's streaming mode: `body` is posted
