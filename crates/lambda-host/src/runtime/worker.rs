@@ -350,26 +350,22 @@ pub(super) async fn serve<C: Answer>(
                 (Err(diagnostic), span)
             });
         let invocation_id = given.invocation_id;
-        match answer {
-            Ok(Answered::Streamed) => {}
-            Ok(Answered::Whole(body)) => {
-                shared
-                    .api
-                    .answer(request_id, invocation_id, body)
-                    .instrument(span.clone())
-                    .await?
+        // The answer, and the wait for the work behind it, in the span,
+        // which they take rather than a clone of it (a clone and its drop
+        // cost about 400 instructions).
+        let answered = async {
+            match answer {
+                Ok(Answered::Streamed) => {}
+                Ok(Answered::Whole(body)) => shared.api.answer(request_id, invocation_id, body).await?,
+                Err(diagnostic) => shared.api.fail(request_id, invocation_id, &diagnostic).await?,
             }
-            Err(diagnostic) => {
-                shared
-                    .api
-                    .fail(request_id, invocation_id, &diagnostic)
-                    .instrument(span.clone())
-                    .await?;
+            // Nearly always nothing is pending: then no timer.
+            if settle && !nothing_pending() && deadline::until(cut, settled()).await.is_none() {
+                tracing::warn!("work started behind the answer was still running at the deadline");
             }
-        }
-        if settle && deadline::until(cut, settled()).await.is_none() {
-            tracing::warn!(parent: &span, "work started behind the answer was still running at the deadline");
-        }
+            Ok::<_, Error>(())
+        };
+        answered.instrument(span).await?;
     }
 }
 
@@ -398,40 +394,46 @@ async fn invoke<C: Answer>(
     // At or before the handler's cut, which is the loop's moved by the
     // difference of their margins, unless the deadline is that close.
     anchor.hold(cut.and_then(|cut| cut.checked_sub(RESPONSE_MARGIN - BACKSTOP_MARGIN)));
-    let context = context(&shared.context, request_id, deadline_ms, given).map_err(|err| {
-        failed(
-            "Runtime.InvalidInvocation",
-            format!("invalid invocation headers: {err}"),
-        )
-    })?;
-    let decoded = envelope::decode_with(&payload, shared.stage)
-        .map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
-    // The request holds copies of what it keeps; the event's bytes, a
-    // slice of the Runtime API connection's read buffer, would otherwise
-    // hold that buffer until the answer is posted.
-    drop(payload);
-    let mut request = decoded.request;
-    // As `lambda_http` sets it, for code that forwards it downstream.
-    if let Some(value) = x_amzn_trace_id(given.trace_id, context.xray_trace_id.as_deref()) {
-        request.headers_mut().insert(X_AMZN_TRACE_ID, value);
-    }
-    let request = request.with_lambda_context(context);
-    // What the SERVER span says of the request, kept before the service
-    // takes it; only when the invocation's spans are sent.
-    let server = trace::traced().then(|| {
-        let arn = request
-            .lambda_context_ref()
-            .map(|context| context.invoked_function_arn.clone());
-        let path = request.extensions().get::<ApiPath>().cloned();
-        (request.method().clone(), path, arn)
-    });
+    // In a block of its own: what is built here and borrowed would
+    // otherwise stay in this function's future, past the await below, and
+    // be copied with it each time it moves (a `Context` and two requests).
+    let (request, origin, server) = {
+        let context = context(&shared.context, request_id, deadline_ms, given).map_err(|err| {
+            failed(
+                "Runtime.InvalidInvocation",
+                format!("invalid invocation headers: {err}"),
+            )
+        })?;
+        let decoded = envelope::decode_with(&payload, shared.stage)
+            .map_err(|err| failed("UnsupportedEvent", err.to_string()))?;
+        // The request holds copies of what it keeps; the event's bytes, a
+        // slice of the Runtime API connection's read buffer, would
+        // otherwise hold that buffer until the answer is posted.
+        drop(payload);
+        let mut request = decoded.request;
+        // As `lambda_http` sets it, for code that forwards it downstream.
+        if let Some(value) = x_amzn_trace_id(given.trace_id, context.xray_trace_id.as_deref()) {
+            request.headers_mut().insert(X_AMZN_TRACE_ID, value);
+        }
+        let request = request.with_lambda_context(context);
+        // What the SERVER span says of the request, kept before the
+        // service takes it; only when the invocation's spans are sent.
+        let server = trace::traced().then(|| {
+            let arn = request
+                .lambda_context_ref()
+                .map(|context| context.invoked_function_arn.clone());
+            let path = request.extensions().get::<ApiPath>().cloned();
+            (request.method().clone(), path, arn)
+        });
+        (request, decoded.origin, server)
+    };
     // The service keeps to the deadline by itself, or should; the cut is
     // for one that does not, so that its worker is not held.
     let answering = Answering {
         shared,
         request_id,
         invocation_id: given.invocation_id,
-        origin: decoded.origin,
+        origin,
         server: server.as_ref(),
         cut,
     };
@@ -672,6 +674,11 @@ where
     )
 }
 
+/// Whether every task of [`spawn`] has ended, as [`settled`] finds it.
+fn nothing_pending() -> bool {
+    PENDING.load(Ordering::Acquire) == 0
+}
+
 /// Resolves once every task of [`spawn`] has ended: at once, nearly always.
 pub(super) async fn settled() {
     loop {
@@ -680,7 +687,7 @@ pub(super) async fn settled() {
         // Registered before the count is read, so that a task ending in
         // between is not missed.
         ended.as_mut().enable();
-        if PENDING.load(Ordering::Acquire) == 0 {
+        if nothing_pending() {
             return;
         }
         ended.await;
