@@ -510,7 +510,10 @@ async fn with_one_worker_the_work_spawned_behind_an_answer_ends_before_the_next_
         service_fn(move |_request: Request| {
             let (api, seen) = (api.clone(), seen.clone());
             let behind = lambda_host::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                // Longer than the stand-in takes to see the answer and the
+                // next `next` (tens of milliseconds): without the wait, that
+                // `next` would come first.
+                tokio::time::sleep(Duration::from_millis(300)).await;
                 let nexts = api.lock().expect("api").nexts().len();
                 seen.lock().expect("seen").push(nexts);
             });
