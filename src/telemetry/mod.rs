@@ -127,45 +127,25 @@ impl Telemetry {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
         let metrics = Metrics::of(invocation, cold_start);
-        let write = |document: &mut Document| {
-            let Document { line, counted } = document;
+        let write = |line: &mut Vec<u8>| {
             line.clear();
             self.template
-                .write(line, counted, timestamp_ms, &metrics, request_id, trace_id);
+                .write(line, timestamp_ms, &metrics, request_id, trace_id);
             line.push(b'\n');
             self.sink.write_line(line);
         };
         // The document's buffer is kept per thread, not allocated per line;
         // a sink that wrote a document of its own on this thread would get
         // a buffer of its own.
-        LINE.with(|document| match document.try_borrow_mut() {
-            Ok(mut document) => write(&mut document),
-            Err(_) => write(&mut Document::default()),
+        LINE.with(|line| match line.try_borrow_mut() {
+            Ok(mut line) => write(&mut line),
+            Err(_) => write(&mut Vec::with_capacity(1024)),
         });
     }
 }
 
 thread_local! {
-    static LINE: RefCell<Document> = RefCell::new(Document::default());
-}
-
-/// What a thread keeps between documents: the line's buffer and the
-/// counters last written.
-#[derive(Default)]
-struct Document {
-    line: Vec<u8>,
-    counted: Counted,
-}
-
-/// The counters' members of a document as they were last written, and
-/// the values they are of ([`Metrics::counters_key`]): nearly every
-/// document of a process has the same (a create's), copied whole rather
-/// than member by member. The members depend on the values alone, as
-/// every template names the counters alike.
-#[derive(Default)]
-struct Counted {
-    key: Option<u32>,
-    members: Vec<u8>,
+    static LINE: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
 }
 
 fn millis(duration: Duration) -> f64 {
@@ -194,9 +174,6 @@ struct Metric {
 struct Metrics {
     list: [Option<Metric>; 11],
 }
-
-/// How many of [`Metrics::list`] are counters, first in it.
-const COUNTERS: usize = 9;
 
 impl Metrics {
     fn of(invocation: &Invocation<'_>, cold_start: bool) -> Self {
@@ -236,22 +213,6 @@ impl Metrics {
         }
     }
 
-    /// The values of the counters (the first [`COUNTERS`] metrics), two
-    /// bits each (absent, 0 or 1); none when a count is above 1.
-    fn counters_key(&self) -> Option<u32> {
-        let mut key = 0;
-        for (at, metric) in self.list.iter().take(COUNTERS).enumerate() {
-            let bits = match metric.map(|metric| metric.value) {
-                None => 0,
-                Some(Value::Count(0)) => 1,
-                Some(Value::Count(1)) => 2,
-                Some(_) => return None,
-            };
-            key |= bits << (2 * at);
-        }
-        Some(key)
-    }
-
     fn iter(&self) -> impl Iterator<Item = &Metric> {
         self.list.iter().flatten()
     }
@@ -286,11 +247,9 @@ impl Template {
     /// metric as top-level members, then the ids that lead to the log line
     /// and the trace (specification: "Embedded metric format" in the
     /// CloudWatch user guide).
-    /// `counted` is the thread's memory of the counters last written.
     fn write(
         &self,
         line: &mut Vec<u8>,
-        counted: &mut Counted,
         timestamp_ms: u64,
         metrics: &Metrics,
         request_id: Option<&str>,
@@ -299,34 +258,7 @@ impl Template {
         line.extend_from_slice(br#"{"_aws":{"Timestamp":"#);
         json(line, &timestamp_ms);
         line.extend_from_slice(self.heads.get(metrics.shape()).map_or(&[][..], Vec::as_slice));
-        match metrics.counters_key() {
-            Some(key) => {
-                if counted.key != Some(key) {
-                    counted.members.clear();
-                    self.members(&mut counted.members, metrics, 0..COUNTERS);
-                    counted.key = Some(key);
-                }
-                line.extend_from_slice(&counted.members);
-            }
-            None => self.members(line, metrics, 0..COUNTERS),
-        }
-        self.members(line, metrics, COUNTERS..metrics.list.len());
-        for (name, id) in [
-            (&br#","function_request_id":"#[..], request_id),
-            (br#","xray_trace_id":"#, trace_id),
-        ] {
-            if let Some(id) = id {
-                line.extend_from_slice(name);
-                crate::json::write_string(line, id);
-            }
-        }
-        line.push(b'}');
-    }
-
-    /// The members of the metrics in `range` of [`Metrics::list`].
-    fn members(&self, line: &mut Vec<u8>, metrics: &Metrics, range: std::ops::Range<usize>) {
-        let all = metrics.list.iter().zip(&self.names).zip(&self.counters);
-        for ((metric, name), counter) in all.take(range.end).skip(range.start) {
+        for ((metric, name), counter) in metrics.list.iter().zip(&self.names).zip(&self.counters) {
             if let Some(metric) = metric {
                 match metric.value {
                     Value::Count(count @ 0..=1) => {
@@ -345,6 +277,16 @@ impl Template {
                 }
             }
         }
+        for (name, id) in [
+            (&br#","function_request_id":"#[..], request_id),
+            (br#","xray_trace_id":"#, trace_id),
+        ] {
+            if let Some(id) = id {
+                line.extend_from_slice(name);
+                crate::json::write_string(line, id);
+            }
+        }
+        line.push(b'}');
     }
 }
 
@@ -669,8 +611,6 @@ mod tests {
             (Some("a\"b\\c\u{1}\u{7f}ü🌱"), None),
         ];
         let mut documents = 0;
-        // One memory of the counters for every document, as a thread keeps it.
-        let mut counted = Counted::default();
         for settings in [&TelemetrySettings::default(), &settings] {
             let template = Template::new(settings);
             for cold in [true, false] {
@@ -696,7 +636,6 @@ mod tests {
                                         let mut ours = Vec::new();
                                         template.write(
                                             &mut ours,
-                                            &mut counted,
                                             1_764_000_000_123,
                                             &metrics,
                                             request_id,
