@@ -224,22 +224,9 @@ struct Fields<'a> {
 impl<'a> Fields<'a> {
     fn of(header: &'a str) -> Self {
         let mut fields = Self::default();
-        // The parts `split(';')` gives, found by a plain byte scan (`;` is
-        // one byte in UTF-8 and never inside another character): about 80
-        // instructions fewer than `Split`'s searcher on Lambda's header.
-        let mut rest = Some(header);
-        while let Some(text) = rest {
-            let (part, next) = match text.bytes().position(|byte| byte == b';') {
-                Some(at) => match text.split_at_checked(at) {
-                    Some((part, after)) => (part, after.get(1..)),
-                    None => (text, None),
-                },
-                None => (text, None),
-            };
-            rest = next;
-            let part = trim(part);
-            // `key=value`, the key up to the first `=`: as none of the
-            // three holds one, a key is known by the part's prefix.
+        // `key=value`, the key up to the first `=`: as none of the three
+        // holds one, a key is known by the part's prefix.
+        for part in header.split(';').map(trim) {
             if let Some(value) = part.strip_prefix("Root=") {
                 fields.root = Some(value);
             } else if let Some(value) = part.strip_prefix("Parent=") {
