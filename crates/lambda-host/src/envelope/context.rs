@@ -6,7 +6,6 @@
 //! or number there (an authorizer, a context that is not an object) is
 //! read by `serde_json` from its slice, as the type reads it.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
@@ -349,11 +348,7 @@ fn integer(value: Option<Value<'_>>) -> Read<i64> {
 
 /// `http_method::deserialize`: a string, the empty one GET.
 fn http_method(value: Value<'_>) -> Read<Method> {
-    let text = match value.text.get(1..value.text.len().saturating_sub(1)) {
-        // Between its quotes, a string without escapes is its text.
-        Some(inner) if value.plain_string => Cow::Borrowed(inner),
-        _ => json::string_text(value.text).ok_or(Refused)?,
-    };
+    let text = json::string_text(value.text).ok_or(Refused)?;
     if text.is_empty() {
         return Ok(Method::GET);
     }
