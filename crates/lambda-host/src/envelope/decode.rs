@@ -8,10 +8,12 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use base64::Engine;
+use bytes::Bytes;
 use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::aws_lambda_events::vpc_lattice::VpcLatticeRequestV2Context;
 use lambda_http::http::header::{COOKIE, HOST, HeaderMap, HeaderName, HeaderValue};
+use lambda_http::http::uri::{Authority, Parts, PathAndQuery, Scheme};
 use lambda_http::http::{Extensions, Method, Uri};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
@@ -165,7 +167,8 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
             context.stage.as_deref().filter(|_| stage == Stage::InPath),
             &raw_path,
         ),
-        origin(firsts, &headers, context.domain_name.as_deref()),
+        origin(&firsts, &headers, context.domain_name.as_deref()),
+        &firsts,
         raw_query.as_ref().map_or("", Text::as_str),
     );
     if location.path_ignored {
@@ -279,7 +282,8 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
             context.stage.as_deref().filter(|_| stage == Stage::InPath),
             &raw_path,
         ),
-        origin(firsts, &single_headers, context.domain_name.as_deref()),
+        origin(&firsts, &single_headers, context.domain_name.as_deref()),
+        &firsts,
         &parameters.to_query_string(),
     );
     let mut headers = merged(multi_headers, single_headers);
@@ -320,7 +324,8 @@ fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let parameters = preferred(alb_query(multi_query), alb_query(single_query));
     let location = locate(
         &raw_path,
-        origin(firsts, &single_headers, None),
+        origin(&firsts, &single_headers, None),
+        &firsts,
         &parameters.to_query_string(),
     );
     let mut headers = merged(multi_headers, single_headers);
@@ -400,7 +405,8 @@ fn lattice(
     let parameters = alb_query(query);
     let location = locate(
         &raw_path,
-        origin(firsts, &headers, None),
+        origin(&firsts, &headers, None),
+        &firsts,
         &parameters.to_query_string(),
     );
     if location.path_ignored {
@@ -484,7 +490,7 @@ fn alb_query(parameters: QueryMap) -> QueryMap {
 /// when absent.
 /// `firsts` are their values as the map was built from the event.
 fn origin<'a>(
-    firsts: Firsts<'a>,
+    firsts: &Firsts<'a>,
     headers: &'a HeaderMap,
     domain_name: Option<&'a str>,
 ) -> Option<(&'a str, &'a str)> {
@@ -580,9 +586,17 @@ struct Location {
 
 /// `{scheme}://{host}{path}?{query}`, or `{path}?{query}` without a host,
 /// with the path written back by `url`, as `lambda_http` writes it. An
-/// event from a front door is done after the first try: two URL parses
-/// (the host alone, then with the path) and one URI parse.
-fn locate(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location {
+/// event from a front door is done by [`from_parts`], without a URL
+/// parse; `firsts` hold the `Host` header's bytes.
+fn locate(path: &str, origin: Option<(&str, &str)>, firsts: &Firsts<'_>, query: &str) -> Location {
+    if let Some(uri) = origin.and_then(|(scheme, host)| from_parts(scheme, host, firsts, path, query)) {
+        return Location {
+            uri,
+            path_ignored: false,
+            host_ignored: false,
+            query_ignored: false,
+        };
+    }
     let base = match origin {
         Some((scheme, host)) => absolute(scheme, host, path),
         None => relative(path),
@@ -596,6 +610,43 @@ fn locate(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location {
         };
     }
     set_aside(path, origin, query)
+}
+
+/// `http`'s longest URI.
+const MAX_URI: usize = u16::MAX as usize - 1;
+
+/// [`absolute`]'s URL with the query, when `url` writes the host and
+/// path back as they are, made of its parts: the authority shares the
+/// `Host` header's bytes, and only the path and query are copied and
+/// parsed. The same URI as the whole text parsed, as long as it is no
+/// longer than `http` takes.
+fn from_parts(scheme: &str, host: &str, firsts: &Firsts<'_>, path: &str, query: &str) -> Option<Uri> {
+    let scheme = match scheme {
+        "https" => Scheme::HTTPS,
+        "http" => Scheme::HTTP,
+        _ => return None,
+    };
+    if !(path.is_empty() || path.starts_with('/')) || !path_as_is(path) {
+        return None;
+    }
+    let host_as_is = host_as_is(scheme.as_str(), host)
+        || plain(scheme.as_str(), host, path) && written_as_is(scheme.as_str(), host);
+    let path = if path.is_empty() { "/" } else { path };
+    let len = path.len() + if query.is_empty() { 0 } else { 1 + query.len() };
+    if !host_as_is || scheme.as_str().len() + 3 + host.len() + len > MAX_URI {
+        return None;
+    }
+    let mut path_and_query = Vec::with_capacity(len);
+    path_and_query.extend_from_slice(path.as_bytes());
+    if !query.is_empty() {
+        path_and_query.push(b'?');
+        path_and_query.extend_from_slice(query.as_bytes());
+    }
+    let mut parts = Parts::default();
+    parts.scheme = Some(scheme);
+    parts.authority = Some(Authority::from_maybe_shared(firsts.bytes_of(host)).ok()?);
+    parts.path_and_query = Some(PathAndQuery::from_maybe_shared(Bytes::from(path_and_query)).ok()?);
+    Uri::from_parts(parts).ok()
 }
 
 /// What [`locate`] leaves out when the whole does not form a URI, in this
@@ -692,33 +743,65 @@ fn port_written_as_is(scheme: &str, port: &str) -> bool {
 /// with a letter, perhaps a port. `false` leaves the answer to those two.
 fn host_as_is(scheme: &str, host: &str) -> bool {
     let bytes = host.as_bytes();
-    let mut at_label = true;
-    let mut label_first = 0;
+    let mut label_from = 0;
+    let mut end = bytes.len();
     let mut port_as_is = true;
+    // A label's bytes are most of a host: one test each.
     for (at, &byte) in bytes.iter().enumerate() {
-        // Most bytes are inside a label: that test first.
-        if matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'-') {
-            if at_label {
-                if bytes.get(at..).is_some_and(|rest| rest.starts_with(b"xn--")) {
+        match HOST_BYTES.get(usize::from(byte)).copied().unwrap_or(0) {
+            LABEL => {}
+            b'.' => {
+                if !label_as_is(bytes.get(label_from..at)) {
                     return false;
                 }
-                label_first = byte;
-                at_label = false;
+                label_from = at + 1;
             }
-            continue;
-        }
-        match byte {
-            b'.' if !at_label => at_label = true,
             // The port: digits only, so a second colon fails it.
             b':' => {
                 port_as_is = port_written_as_is(scheme, host.get(at + 1..).unwrap_or_default());
+                end = at;
                 break;
             }
             _ => return false,
         }
     }
-    matches!(scheme, "https" | "http") && port_as_is && !at_label && label_first.is_ascii_lowercase()
+    let last = bytes.get(label_from..end);
+    matches!(scheme, "https" | "http")
+        && port_as_is
+        && label_as_is(last)
+        && last.and_then(<[u8]>::first).is_some_and(u8::is_ascii_lowercase)
 }
+
+/// A label that `url` writes back: not empty, not punycode.
+fn label_as_is(label: Option<&[u8]>) -> bool {
+    label.is_some_and(|label| !label.is_empty() && !label.starts_with(b"xn--"))
+}
+
+/// [`host_as_is`]'s class of a byte: a label's (a lower-case letter, a
+/// digit, a hyphen), `.` and `:` as themselves, anything else 0.
+const LABEL: u8 = 1;
+
+const fn host_byte(byte: u8) -> u8 {
+    match byte {
+        b'a'..=b'z' | b'0'..=b'9' | b'-' => LABEL,
+        b'.' | b':' => byte,
+        _ => 0,
+    }
+}
+
+/// [`host_byte`] of every byte: one look-up a byte, where the match is a
+/// chain of tests.
+const HOST_BYTES: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut rest: &mut [u8] = &mut table;
+    let mut byte: u8 = 0;
+    while let [slot, tail @ ..] = rest {
+        *slot = host_byte(byte);
+        rest = tail;
+        byte = byte.wrapping_add(1);
+    }
+    table
+};
 
 /// A path that `url` writes back unchanged: nothing it percent-encodes,
 /// no `\`, `?` or `#`, and no dot segment, plain or percent-encoded.

@@ -589,6 +589,7 @@ impl<'a> Headers<'a> {
         let in_map = Firsts {
             host: First::InMap,
             proto: First::InMap,
+            values: None,
         };
         let pairs = match &self.value {
             HeadersValue::Null => return Ok((HeaderMap::new(), Firsts::default())),
@@ -655,7 +656,11 @@ impl<'a> Headers<'a> {
             }
         }
         // Split, a value is not the member's text: the map has them.
-        Ok((map, if split { in_map } else { firsts }))
+        if split {
+            return Ok((map, in_map));
+        }
+        firsts.values = Some(shared);
+        Ok((map, firsts))
     }
 }
 
@@ -663,10 +668,23 @@ impl<'a> Headers<'a> {
 /// as `HeaderMap::get` finds them, noted while the map is built from the
 /// member (a single value replaces the name's earlier ones, a list's come
 /// after them), so that they are not looked up by hashing their names.
-#[derive(Clone, Copy, Default)]
+#[derive(Default)]
 pub(super) struct Firsts<'h> {
     pub(super) host: First<'h>,
     pub(super) proto: First<'h>,
+    /// The member's values as the map shares them.
+    values: Option<SharedValues<'h>>,
+}
+
+impl Firsts<'_> {
+    /// `text`'s bytes: shared with the map's values if it is one of them
+    /// (the host a URI's authority is made of), else a copy.
+    pub(super) fn bytes_of(&self, text: &str) -> Bytes {
+        match &self.values {
+            Some(values) => values.next(text),
+            None => Bytes::copy_from_slice(text.as_bytes()),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Default)]
@@ -783,7 +801,7 @@ impl<'a> SharedValues<'a> {
 
     /// `value`'s bytes: a slice of the copy if `value` is a slice of the
     /// member's text (no escape in it), else a copy of its own.
-    fn next(&mut self, value: &str) -> Bytes {
+    fn next(&self, value: &str) -> Bytes {
         let from = value.as_ptr().addr().wrapping_sub(self.text.as_ptr().addr());
         let to = from.wrapping_add(value.len());
         // In the text's range, it is a slice of the text.
