@@ -555,6 +555,20 @@ fn refusals_and_repairs_are_as_before() {
     }
 }
 
+/// A URL at `http`'s longest and one byte past it, in the path and in
+/// the query: the URI made of its parts is the one the whole text makes,
+/// or set aside as it was.
+#[test]
+fn a_url_at_and_past_https_longest_is_located_as_before() {
+    // `https://api.example.com` is 23 bytes; `http` takes 65,534.
+    for len in [65_534 - 23, 65_535 - 23] {
+        let path = format!("/{}", "a".repeat(len - 1));
+        assert_decoded_as_before(&http_api_event(|event| event["rawPath"] = json!(path)));
+        let query = format!("q={}", "b".repeat(len - "/items?q=".len()));
+        assert_decoded_as_before(&http_api_event(|event| event["rawQueryString"] = json!(query)));
+    }
+}
+
 /// Each of JSON's escapes, in the strings read as text, in header names
 /// and values (one or a list) of every sample event: the same request,
 /// or the same refusal, as before.
