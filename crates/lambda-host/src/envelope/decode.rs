@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use base64::Engine;
 use bytes::Bytes;
@@ -196,10 +197,7 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         headers.insert(COOKIE, value);
     }
     let extensions = with_api_maps(
-        with_parameters(
-            Extensions::new().with_raw_http_path(raw_path),
-            query_string_parameters,
-        ),
+        with_parameters(extensions().with_raw_http_path(raw_path), query_string_parameters),
         path_parameters,
         stage_variables,
     );
@@ -214,6 +212,25 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         extensions.with_request_context(RequestContext::ApiGatewayV2(context)),
     ))
 }
+
+/// Empty extensions with room for a request's: a clone of [`ROOM`].
+fn extensions() -> Extensions {
+    ROOM.clone()
+}
+
+/// An empty `Extensions` whose table has room for seven, where a new
+/// one's grows at the fourth insert and a decoded request has four or
+/// more. `Extensions` cannot reserve, but its table keeps its room when
+/// cleared, and a clone of it has the same.
+static ROOM: LazyLock<Extensions> = LazyLock::new(|| {
+    let mut room = Extensions::new();
+    room.insert(0_u8);
+    room.insert(0_u16);
+    room.insert(0_u32);
+    room.insert(0_u64);
+    room.clear();
+    room
+});
 
 /// API Gateway's path parameters and stage variables. An empty map is
 /// left out: `lambda_http`'s accessors read one as absent
@@ -296,7 +313,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         context.domain_name = None;
     }
     let extensions = with_api_maps(
-        with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters)),
+        with_parameters(extensions().with_raw_http_path(raw_path), Some(parameters)),
         path_parameters,
         stage_variables,
     )
@@ -335,7 +352,7 @@ fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     if location.host_ignored {
         forget_host(&mut headers);
     }
-    let extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters))
+    let extensions = with_parameters(extensions().with_raw_http_path(raw_path), Some(parameters))
         .with_request_context(RequestContext::Alb(context));
     repairs.note(&location);
     let body = body_of(body, is_base64_encoded, repairs);
@@ -415,7 +432,7 @@ fn lattice(
     if location.host_ignored {
         forget_host(&mut headers);
     }
-    let mut extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters));
+    let mut extensions = with_parameters(extensions().with_raw_http_path(raw_path), Some(parameters));
     if let Some(context) = context {
         extensions = extensions.with_request_context(context);
     }
