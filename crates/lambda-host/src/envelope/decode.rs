@@ -160,7 +160,7 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     let path_parameters = event.path_parameters.string_map()?;
     let stage_variables = event.stage_variables.string_map()?;
     let body = event.body.text_or_null()?;
-    let is_base64_encoded = event.is_base64_encoded.or_default::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded.flag_or_default()?;
 
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
     let location = locate(
@@ -290,7 +290,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     let path_parameters = event.path_parameters.string_map()?;
     let stage_variables = event.stage_variables.string_map()?;
     let body = event.body.text_or_null()?;
-    let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded.flag_nullish()?;
 
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
     let parameters = preferred(multi_query, single_query);
@@ -334,7 +334,7 @@ fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let single_query = event.query_string_parameters.query(QueryStyle::Map)?;
     let multi_query = event.multi_value_query_string_parameters.query(QueryStyle::Map)?;
     let (single_headers, firsts, multi_headers) = both_headers(event)?;
-    let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded.flag_nullish()?;
     let body = event.body.text_or_null()?;
 
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
@@ -371,7 +371,7 @@ fn lattice_v2(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let headers = event.headers.map_noting(false)?;
     let query = event.query_string_parameters.query(QueryStyle::Map)?;
     let body = event.body.text_or_null()?;
-    let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded.flag_nullish()?;
     lattice(
         method,
         raw_path,
@@ -394,7 +394,7 @@ fn lattice_v1(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let headers = event.headers.map_noting(true)?;
     let query = event.query_string_parameters_snake.query(QueryStyle::Map)?;
     let body = event.body.text_or_null()?;
-    let is_base64_encoded = event.is_base64_encoded_snake.nullish::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded_snake.flag_nullish()?;
     lattice(
         method,
         raw_path,

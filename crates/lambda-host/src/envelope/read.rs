@@ -163,6 +163,25 @@ impl<'a> Member<'a> {
         Ok(self.optional()?.unwrap_or_default())
     }
 
+    /// [`Member::or_default`] over `bool`, its two literals read here.
+    pub(super) fn flag_or_default(self) -> Read<bool> {
+        match self.text()? {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(_) => self.or_default(),
+        }
+    }
+
+    /// [`Member::nullish`] over `bool`, its two literals and `null` read
+    /// here.
+    pub(super) fn flag_nullish(self) -> Read<bool> {
+        match self.text()? {
+            None | Some("null" | "false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(_) => self.nullish(),
+        }
+    }
+
     /// An owned value of `aws_lambda_events` (a request context) that the
     /// request keeps.
     pub(super) fn owned<T: DeserializeOwned>(self) -> Read<T> {
