@@ -61,6 +61,9 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
     if !object {
         return by_serde(text.as_bytes(), CONTEXT);
     }
+    // The required member first: without it (another front door's
+    // context), nothing is copied.
+    let http = http.ok_or(Refused)?;
     let mut context = ApiGatewayV2httpRequestContext::default();
     context.route_key = string(route_key)?;
     context.account_id = string(account_id)?;
@@ -72,7 +75,6 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
     context.domain_prefix = string(domain_prefix)?;
     context.time = string(time)?;
     context.time_epoch = integer(time_epoch)?;
-    let http = http.ok_or(Refused)?;
     // Kept by the event's scan if it is the context's own `http`.
     let kept = scanned.then_some(&event.context_fields);
     context.http = http_description(http.text, kept)?;
@@ -161,6 +163,7 @@ pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContex
     if !object {
         return by_serde(text.as_bytes(), CONTEXT);
     }
+    let http_method_field = http_method_field.ok_or(Refused)?;
     let mut context = ApiGatewayProxyRequestContext::default();
     context.account_id = string(account_id)?;
     context.resource_id = string(resource_id)?;
@@ -178,7 +181,7 @@ pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContex
     context.resource_path = string(resource_path)?;
     context.path = string(path)?;
     context.authorizer = rest_authorizer(authorizer)?;
-    context.http_method = http_method(http_method_field.ok_or(Refused)?)?;
+    context.http_method = http_method(http_method_field)?;
     context.request_time = string(request_time)?;
     context.request_time_epoch = integer(request_time_epoch)?;
     context.apiid = string(api_id)?;
@@ -327,12 +330,18 @@ fn string(value: Option<Value<'_>>) -> Read<Option<String>> {
     }
 }
 
-/// `#[serde(default)] i64`: digits alone are read here; anything else
-/// (a sign, a fraction, `null`) as `serde_json` reads it.
+/// `#[serde(default)] i64`: digits alone are read here and a string
+/// refused; anything else (a sign, a fraction, `null`) as `serde_json`
+/// reads it.
 fn integer(value: Option<Value<'_>>) -> Read<i64> {
     let Some(Value { text, .. }) = value else {
         return Ok(0);
     };
+    // Another front door's context has a string here: no error is
+    // written for it.
+    if text.starts_with('"') {
+        return Err(Refused);
+    }
     if !text.is_empty() && text.len() <= 18 {
         // Eighteen digits fit an `i64`.
         let digits = text.bytes().try_fold(0_i64, |number, byte| {
