@@ -191,9 +191,25 @@ impl<'a> Member<'a> {
         }
     }
 
+    /// A string without escapes, its text between the quotes; `None`
+    /// for anything else, left to `serde_json`.
+    fn plain_text(self) -> Read<Option<Text<'a>>> {
+        Ok(match self.text()? {
+            Some(text) if self.plain => text
+                .strip_prefix('"')
+                .and_then(|text| text.strip_suffix('"'))
+                .map(|inner| Text(Cow::Borrowed(inner))),
+            _ => None,
+        })
+    }
+
     /// `aws_lambda_events`' `http_method`: a string, the empty one GET.
     pub(super) fn method(self) -> Read<Option<Method>> {
-        match self.parse::<Text<'a>>()?.map(|text| text.0) {
+        let text = match self.plain_text()? {
+            Some(text) => Some(text),
+            None => self.parse::<Text<'a>>()?,
+        };
+        match text.map(|text| text.0) {
             None => Ok(None),
             Some(text) if text.is_empty() => Ok(Some(Method::GET)),
             Some(text) => Method::from_bytes(text.as_bytes()).map(Some).map_err(|_| Refused),
@@ -202,7 +218,11 @@ impl<'a> Member<'a> {
 
     /// `http_method::deserialize_optional`: absent or `null` is `None`.
     pub(super) fn optional_method(self) -> Read<Option<Method>> {
-        match self.optional::<Text<'a>>()?.map(|text| text.0) {
+        let text = match self.plain_text()? {
+            Some(text) => Some(text),
+            None => self.optional::<Text<'a>>()?,
+        };
+        match text.map(|text| text.0) {
             None => Ok(None),
             Some(text) if text.is_empty() => Ok(Some(Method::GET)),
             Some(text) => Method::from_bytes(text.as_bytes()).map(Some).map_err(|_| Refused),
@@ -217,6 +237,10 @@ impl<'a> Member<'a> {
         let Some(text) = self.text()? else {
             return Ok(QueryMap::default());
         };
+        // `null`, empty where the style takes it, read without serde_json.
+        if text == "null" && !matches!(style, QueryStyle::Map) {
+            return Ok(QueryMap::default());
+        }
         let map = query_map(text, style)?;
         if !may_have_an_empty_list(text) {
             return Ok(map);
@@ -229,7 +253,10 @@ impl<'a> Member<'a> {
 
     /// Path parameters and stage variables.
     pub(super) fn string_map(self) -> Read<HashMap<String, String>> {
-        self.nullish()
+        match self.text()? {
+            None | Some("null") => Ok(HashMap::new()),
+            Some(_) => self.nullish(),
+        }
     }
 }
 

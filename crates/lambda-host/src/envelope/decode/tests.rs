@@ -584,11 +584,14 @@ fn escaped_strings_are_read_as_before() {
         r#""/it\u0065ms""#,
         r#""\/items?a=\"""#,
         r#""""#,
+        r#""P\u004fST""#,
     ];
     for (name, event) in sample_events() {
         let event: Value = serde_json::from_slice(&event).expect("JSON");
-        let changes: [fn(&mut Value); 6] = [
+        let changes: [fn(&mut Value); 8] = [
             |event| event["body"] = json!("@@"),
+            |event| event["httpMethod"] = json!("@@"),
+            |event| event["method"] = json!("@@"),
             |event| event["path"] = json!("@@"),
             |event| event["rawPath"] = json!("@@"),
             |event| event["headers"]["x-a"] = json!("@@"),
