@@ -237,8 +237,9 @@ impl<'a> Member<'a> {
         let Some(text) = self.text()? else {
             return Ok(QueryMap::default());
         };
-        // `null`, empty where the style takes it, read without serde_json.
-        if text == "null" && !matches!(style, QueryStyle::Map) {
+        // `{}`, and `null` where the style takes it: empty, read without
+        // serde_json.
+        if text == "{}" || text == "null" && !matches!(style, QueryStyle::Map) {
             return Ok(QueryMap::default());
         }
         let map = query_map(text, style)?;
@@ -254,7 +255,7 @@ impl<'a> Member<'a> {
     /// Path parameters and stage variables.
     pub(super) fn string_map(self) -> Read<HashMap<String, String>> {
         match self.text()? {
-            None | Some("null") => Ok(HashMap::new()),
+            None | Some("null" | "{}") => Ok(HashMap::new()),
             Some(_) => self.nullish(),
         }
     }
