@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 
+use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
 use lambda_http::aws_lambda_events::apigw::{
     ApiGatewayProxyRequestContext, ApiGatewayRequestAuthorizer, ApiGatewayRequestIdentity,
     ApiGatewayV2httpRequestContext, ApiGatewayV2httpRequestContextHttpDescription,
@@ -185,6 +186,37 @@ pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContex
     context.request_time = string(request_time)?;
     context.request_time_epoch = integer(request_time_epoch)?;
     context.apiid = string(api_id)?;
+    Ok(context)
+}
+
+/// `AlbTargetGroupRequestContext`, which requires `elb`, an
+/// `ElbContext` of one optional string. An `elb` that is not an object
+/// (serde reads a struct from a list too) is read by `serde_json`.
+pub(super) fn alb(event: &Members<'_>) -> Read<AlbTargetGroupRequestContext> {
+    if let Some(bytes) = event.request_context.garbled() {
+        return by_serde(bytes, CONTEXT);
+    }
+    let text = event.request_context.required_text()?;
+    let mut elb = None;
+    let object = fields(text, Some(&event.context_fields), |key, value| match key {
+        b"elb" => once(&mut elb, value),
+        _ => Ok(()),
+    })?;
+    if !object {
+        return by_serde(text.as_bytes(), CONTEXT);
+    }
+    let elb = elb.ok_or(Refused)?;
+    let mut target_group_arn = None;
+    let not_kept = None::<std::iter::Empty<(Str<'_>, Value<'_>)>>;
+    let elb_object = fields_of(elb.text, not_kept, |key, value| match key {
+        b"targetGroupArn" => once(&mut target_group_arn, value),
+        _ => Ok(()),
+    })?;
+    if !elb_object {
+        return by_serde(text.as_bytes(), CONTEXT);
+    }
+    let mut context = AlbTargetGroupRequestContext::default();
+    context.elb.target_group_arn = string(target_group_arn)?;
     Ok(context)
 }
 

@@ -10,7 +10,6 @@ use std::sync::LazyLock;
 
 use base64::Engine;
 use bytes::Bytes;
-use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::aws_lambda_events::vpc_lattice::VpcLatticeRequestV2Context;
 use lambda_http::http::header::{COOKIE, HOST, HeaderMap, HeaderName, HeaderValue};
@@ -328,7 +327,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
 /// encoded them.
 fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
-    let context: AlbTargetGroupRequestContext = event.request_context.owned()?;
+    let context = context::alb(event)?;
     let method = event.http_method.method()?.ok_or(Refused)?;
     let raw_path = event.path.text_or_null()?;
     let single_query = event.query_string_parameters.query(QueryStyle::Map)?;

@@ -1016,7 +1016,7 @@ fn a_member_given_twice_is_refused_or_ignored_as_before() {
                 }
             }
         }
-        for inner in ["http", "identity"] {
+        for inner in ["http", "identity", "elb"] {
             if let Some(Value::Object(members)) = object
                 .get("requestContext")
                 .and_then(|context| context.get(inner))
