@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 
+use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
 use lambda_http::aws_lambda_events::apigw::{
     ApiGatewayProxyRequestContext, ApiGatewayRequestAuthorizer, ApiGatewayRequestIdentity,
     ApiGatewayV2httpRequestContext, ApiGatewayV2httpRequestContextHttpDescription,
@@ -61,6 +62,9 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
     if !object {
         return by_serde(text.as_bytes(), CONTEXT);
     }
+    // The required member first: without it (another front door's
+    // context), nothing is copied.
+    let http = http.ok_or(Refused)?;
     let mut context = ApiGatewayV2httpRequestContext::default();
     context.route_key = string(route_key)?;
     context.account_id = string(account_id)?;
@@ -72,7 +76,6 @@ pub(super) fn http_api(event: &Members<'_>) -> Read<ApiGatewayV2httpRequestConte
     context.domain_prefix = string(domain_prefix)?;
     context.time = string(time)?;
     context.time_epoch = integer(time_epoch)?;
-    let http = http.ok_or(Refused)?;
     // Kept by the event's scan if it is the context's own `http`.
     let kept = scanned.then_some(&event.context_fields);
     context.http = http_description(http.text, kept)?;
@@ -161,6 +164,7 @@ pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContex
     if !object {
         return by_serde(text.as_bytes(), CONTEXT);
     }
+    let http_method_field = http_method_field.ok_or(Refused)?;
     let mut context = ApiGatewayProxyRequestContext::default();
     context.account_id = string(account_id)?;
     context.resource_id = string(resource_id)?;
@@ -178,10 +182,41 @@ pub(super) fn rest_api(event: &Members<'_>) -> Read<ApiGatewayProxyRequestContex
     context.resource_path = string(resource_path)?;
     context.path = string(path)?;
     context.authorizer = rest_authorizer(authorizer)?;
-    context.http_method = http_method(http_method_field.ok_or(Refused)?)?;
+    context.http_method = http_method(http_method_field)?;
     context.request_time = string(request_time)?;
     context.request_time_epoch = integer(request_time_epoch)?;
     context.apiid = string(api_id)?;
+    Ok(context)
+}
+
+/// `AlbTargetGroupRequestContext`, which requires `elb`, an
+/// `ElbContext` of one optional string. An `elb` that is not an object
+/// (serde reads a struct from a list too) is read by `serde_json`.
+pub(super) fn alb(event: &Members<'_>) -> Read<AlbTargetGroupRequestContext> {
+    if let Some(bytes) = event.request_context.garbled() {
+        return by_serde(bytes, CONTEXT);
+    }
+    let text = event.request_context.required_text()?;
+    let mut elb = None;
+    let object = fields(text, Some(&event.context_fields), |key, value| match key {
+        b"elb" => once(&mut elb, value),
+        _ => Ok(()),
+    })?;
+    if !object {
+        return by_serde(text.as_bytes(), CONTEXT);
+    }
+    let elb = elb.ok_or(Refused)?;
+    let mut target_group_arn = None;
+    let not_kept = None::<std::iter::Empty<(Str<'_>, Value<'_>)>>;
+    let elb_object = fields_of(elb.text, not_kept, |key, value| match key {
+        b"targetGroupArn" => once(&mut target_group_arn, value),
+        _ => Ok(()),
+    })?;
+    if !elb_object {
+        return by_serde(text.as_bytes(), CONTEXT);
+    }
+    let mut context = AlbTargetGroupRequestContext::default();
+    context.elb.target_group_arn = string(target_group_arn)?;
     Ok(context)
 }
 
@@ -327,12 +362,18 @@ fn string(value: Option<Value<'_>>) -> Read<Option<String>> {
     }
 }
 
-/// `#[serde(default)] i64`: digits alone are read here; anything else
-/// (a sign, a fraction, `null`) as `serde_json` reads it.
+/// `#[serde(default)] i64`: digits alone are read here and a string
+/// refused; anything else (a sign, a fraction, `null`) as `serde_json`
+/// reads it.
 fn integer(value: Option<Value<'_>>) -> Read<i64> {
     let Some(Value { text, .. }) = value else {
         return Ok(0);
     };
+    // Another front door's context has a string here: no error is
+    // written for it.
+    if text.starts_with('"') {
+        return Err(Refused);
+    }
     if !text.is_empty() && text.len() <= 18 {
         // Eighteen digits fit an `i64`.
         let digits = text.bytes().try_fold(0_i64, |number, byte| {

@@ -6,12 +6,14 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use base64::Engine;
-use lambda_http::aws_lambda_events::alb::AlbTargetGroupRequestContext;
+use bytes::Bytes;
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::aws_lambda_events::vpc_lattice::VpcLatticeRequestV2Context;
 use lambda_http::http::header::{COOKIE, HOST, HeaderMap, HeaderName, HeaderValue};
+use lambda_http::http::uri::{Authority, Parts, PathAndQuery, Scheme};
 use lambda_http::http::{Extensions, Method, Uri};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
@@ -157,7 +159,7 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     let path_parameters = event.path_parameters.string_map()?;
     let stage_variables = event.stage_variables.string_map()?;
     let body = event.body.text_or_null()?;
-    let is_base64_encoded = event.is_base64_encoded.or_default::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded.flag_or_default()?;
 
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
     let location = locate(
@@ -165,7 +167,8 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
             context.stage.as_deref().filter(|_| stage == Stage::InPath),
             &raw_path,
         ),
-        origin(firsts, &headers, context.domain_name.as_deref()),
+        origin(&firsts, &headers, context.domain_name.as_deref()),
+        &firsts,
         raw_query.as_ref().map_or("", Text::as_str),
     );
     if location.path_ignored {
@@ -193,10 +196,7 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         headers.insert(COOKIE, value);
     }
     let extensions = with_api_maps(
-        with_parameters(
-            Extensions::new().with_raw_http_path(raw_path),
-            query_string_parameters,
-        ),
+        with_parameters(extensions().with_raw_http_path(raw_path), query_string_parameters),
         path_parameters,
         stage_variables,
     );
@@ -211,6 +211,25 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         extensions.with_request_context(RequestContext::ApiGatewayV2(context)),
     ))
 }
+
+/// Empty extensions with room for a request's: a clone of [`ROOM`].
+fn extensions() -> Extensions {
+    ROOM.clone()
+}
+
+/// An empty `Extensions` whose table has room for seven, where a new
+/// one's grows at the fourth insert and a decoded request has four or
+/// more. `Extensions` cannot reserve, but its table keeps its room when
+/// cleared, and a clone of it has the same.
+static ROOM: LazyLock<Extensions> = LazyLock::new(|| {
+    let mut room = Extensions::new();
+    room.insert(0_u8);
+    room.insert(0_u16);
+    room.insert(0_u32);
+    room.insert(0_u64);
+    room.clear();
+    room
+});
 
 /// API Gateway's path parameters and stage variables. An empty map is
 /// left out: `lambda_http`'s accessors read one as absent
@@ -270,7 +289,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
     let path_parameters = event.path_parameters.string_map()?;
     let stage_variables = event.stage_variables.string_map()?;
     let body = event.body.text_or_null()?;
-    let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded.flag_nullish()?;
 
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
     let parameters = preferred(multi_query, single_query);
@@ -279,7 +298,8 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
             context.stage.as_deref().filter(|_| stage == Stage::InPath),
             &raw_path,
         ),
-        origin(firsts, &single_headers, context.domain_name.as_deref()),
+        origin(&firsts, &single_headers, context.domain_name.as_deref()),
+        &firsts,
         &parameters.to_query_string(),
     );
     let mut headers = merged(multi_headers, single_headers);
@@ -292,7 +312,7 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         context.domain_name = None;
     }
     let extensions = with_api_maps(
-        with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters)),
+        with_parameters(extensions().with_raw_http_path(raw_path), Some(parameters)),
         path_parameters,
         stage_variables,
     )
@@ -307,20 +327,21 @@ fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
 /// encoded them.
 fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
-    let context: AlbTargetGroupRequestContext = event.request_context.owned()?;
+    let context = context::alb(event)?;
     let method = event.http_method.method()?.ok_or(Refused)?;
     let raw_path = event.path.text_or_null()?;
     let single_query = event.query_string_parameters.query(QueryStyle::Map)?;
     let multi_query = event.multi_value_query_string_parameters.query(QueryStyle::Map)?;
     let (single_headers, firsts, multi_headers) = both_headers(event)?;
-    let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded.flag_nullish()?;
     let body = event.body.text_or_null()?;
 
     let mut raw_path = raw_path.map(Text::into_owned).unwrap_or_default();
     let parameters = preferred(alb_query(multi_query), alb_query(single_query));
     let location = locate(
         &raw_path,
-        origin(firsts, &single_headers, None),
+        origin(&firsts, &single_headers, None),
+        &firsts,
         &parameters.to_query_string(),
     );
     let mut headers = merged(multi_headers, single_headers);
@@ -330,7 +351,7 @@ fn alb(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     if location.host_ignored {
         forget_host(&mut headers);
     }
-    let extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters))
+    let extensions = with_parameters(extensions().with_raw_http_path(raw_path), Some(parameters))
         .with_request_context(RequestContext::Alb(context));
     repairs.note(&location);
     let body = body_of(body, is_base64_encoded, repairs);
@@ -349,7 +370,7 @@ fn lattice_v2(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let headers = event.headers.map_noting(false)?;
     let query = event.query_string_parameters.query(QueryStyle::Map)?;
     let body = event.body.text_or_null()?;
-    let is_base64_encoded = event.is_base64_encoded.nullish::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded.flag_nullish()?;
     lattice(
         method,
         raw_path,
@@ -372,7 +393,7 @@ fn lattice_v1(event: &Members<'_>, repairs: &mut SetAside) -> Read<Request> {
     let headers = event.headers.map_noting(true)?;
     let query = event.query_string_parameters_snake.query(QueryStyle::Map)?;
     let body = event.body.text_or_null()?;
-    let is_base64_encoded = event.is_base64_encoded_snake.nullish::<bool>()?;
+    let is_base64_encoded = event.is_base64_encoded_snake.flag_nullish()?;
     lattice(
         method,
         raw_path,
@@ -400,7 +421,8 @@ fn lattice(
     let parameters = alb_query(query);
     let location = locate(
         &raw_path,
-        origin(firsts, &headers, None),
+        origin(&firsts, &headers, None),
+        &firsts,
         &parameters.to_query_string(),
     );
     if location.path_ignored {
@@ -409,7 +431,7 @@ fn lattice(
     if location.host_ignored {
         forget_host(&mut headers);
     }
-    let mut extensions = with_parameters(Extensions::new().with_raw_http_path(raw_path), Some(parameters));
+    let mut extensions = with_parameters(extensions().with_raw_http_path(raw_path), Some(parameters));
     if let Some(context) = context {
         extensions = extensions.with_request_context(context);
     }
@@ -484,7 +506,7 @@ fn alb_query(parameters: QueryMap) -> QueryMap {
 /// when absent.
 /// `firsts` are their values as the map was built from the event.
 fn origin<'a>(
-    firsts: Firsts<'a>,
+    firsts: &Firsts<'a>,
     headers: &'a HeaderMap,
     domain_name: Option<&'a str>,
 ) -> Option<(&'a str, &'a str)> {
@@ -580,9 +602,17 @@ struct Location {
 
 /// `{scheme}://{host}{path}?{query}`, or `{path}?{query}` without a host,
 /// with the path written back by `url`, as `lambda_http` writes it. An
-/// event from a front door is done after the first try: two URL parses
-/// (the host alone, then with the path) and one URI parse.
-fn locate(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location {
+/// event from a front door is done by [`from_parts`], without a URL
+/// parse; `firsts` hold the `Host` header's bytes.
+fn locate(path: &str, origin: Option<(&str, &str)>, firsts: &Firsts<'_>, query: &str) -> Location {
+    if let Some(uri) = origin.and_then(|(scheme, host)| from_parts(scheme, host, firsts, path, query)) {
+        return Location {
+            uri,
+            path_ignored: false,
+            host_ignored: false,
+            query_ignored: false,
+        };
+    }
     let base = match origin {
         Some((scheme, host)) => absolute(scheme, host, path),
         None => relative(path),
@@ -596,6 +626,43 @@ fn locate(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location {
         };
     }
     set_aside(path, origin, query)
+}
+
+/// `http`'s longest URI.
+const MAX_URI: usize = u16::MAX as usize - 1;
+
+/// [`absolute`]'s URL with the query, when `url` writes the host and
+/// path back as they are, made of its parts: the authority shares the
+/// `Host` header's bytes, and only the path and query are copied and
+/// parsed. The same URI as the whole text parsed, as long as it is no
+/// longer than `http` takes.
+fn from_parts(scheme: &str, host: &str, firsts: &Firsts<'_>, path: &str, query: &str) -> Option<Uri> {
+    let scheme = match scheme {
+        "https" => Scheme::HTTPS,
+        "http" => Scheme::HTTP,
+        _ => return None,
+    };
+    if !(path.is_empty() || path.starts_with('/')) || !path_as_is(path) {
+        return None;
+    }
+    let host_as_is = host_as_is(scheme.as_str(), host)
+        || plain(scheme.as_str(), host, path) && written_as_is(scheme.as_str(), host);
+    let path = if path.is_empty() { "/" } else { path };
+    let len = path.len() + if query.is_empty() { 0 } else { 1 + query.len() };
+    if !host_as_is || scheme.as_str().len() + 3 + host.len() + len > MAX_URI {
+        return None;
+    }
+    let mut path_and_query = Vec::with_capacity(len);
+    path_and_query.extend_from_slice(path.as_bytes());
+    if !query.is_empty() {
+        path_and_query.push(b'?');
+        path_and_query.extend_from_slice(query.as_bytes());
+    }
+    let mut parts = Parts::default();
+    parts.scheme = Some(scheme);
+    parts.authority = Some(Authority::from_maybe_shared(firsts.bytes_of(host)).ok()?);
+    parts.path_and_query = Some(PathAndQuery::from_maybe_shared(Bytes::from(path_and_query)).ok()?);
+    Uri::from_parts(parts).ok()
 }
 
 /// What [`locate`] leaves out when the whole does not form a URI, in this
@@ -692,33 +759,65 @@ fn port_written_as_is(scheme: &str, port: &str) -> bool {
 /// with a letter, perhaps a port. `false` leaves the answer to those two.
 fn host_as_is(scheme: &str, host: &str) -> bool {
     let bytes = host.as_bytes();
-    let mut at_label = true;
-    let mut label_first = 0;
+    let mut label_from = 0;
+    let mut end = bytes.len();
     let mut port_as_is = true;
+    // A label's bytes are most of a host: one test each.
     for (at, &byte) in bytes.iter().enumerate() {
-        // Most bytes are inside a label: that test first.
-        if matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'-') {
-            if at_label {
-                if bytes.get(at..).is_some_and(|rest| rest.starts_with(b"xn--")) {
+        match HOST_BYTES.get(usize::from(byte)).copied().unwrap_or(0) {
+            LABEL => {}
+            b'.' => {
+                if !label_as_is(bytes.get(label_from..at)) {
                     return false;
                 }
-                label_first = byte;
-                at_label = false;
+                label_from = at + 1;
             }
-            continue;
-        }
-        match byte {
-            b'.' if !at_label => at_label = true,
             // The port: digits only, so a second colon fails it.
             b':' => {
                 port_as_is = port_written_as_is(scheme, host.get(at + 1..).unwrap_or_default());
+                end = at;
                 break;
             }
             _ => return false,
         }
     }
-    matches!(scheme, "https" | "http") && port_as_is && !at_label && label_first.is_ascii_lowercase()
+    let last = bytes.get(label_from..end);
+    matches!(scheme, "https" | "http")
+        && port_as_is
+        && label_as_is(last)
+        && last.and_then(<[u8]>::first).is_some_and(u8::is_ascii_lowercase)
 }
+
+/// A label that `url` writes back: not empty, not punycode.
+fn label_as_is(label: Option<&[u8]>) -> bool {
+    label.is_some_and(|label| !label.is_empty() && !label.starts_with(b"xn--"))
+}
+
+/// [`host_as_is`]'s class of a byte: a label's (a lower-case letter, a
+/// digit, a hyphen), `.` and `:` as themselves, anything else 0.
+const LABEL: u8 = 1;
+
+const fn host_byte(byte: u8) -> u8 {
+    match byte {
+        b'a'..=b'z' | b'0'..=b'9' | b'-' => LABEL,
+        b'.' | b':' => byte,
+        _ => 0,
+    }
+}
+
+/// [`host_byte`] of every byte: one look-up a byte, where the match is a
+/// chain of tests.
+const HOST_BYTES: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut rest: &mut [u8] = &mut table;
+    let mut byte: u8 = 0;
+    while let [slot, tail @ ..] = rest {
+        *slot = host_byte(byte);
+        rest = tail;
+        byte = byte.wrapping_add(1);
+    }
+    table
+};
 
 /// A path that `url` writes back unchanged: nothing it percent-encodes,
 /// no `\`, `?` or `#`, and no dot segment, plain or percent-encoded.

@@ -163,6 +163,25 @@ impl<'a> Member<'a> {
         Ok(self.optional()?.unwrap_or_default())
     }
 
+    /// [`Member::or_default`] over `bool`, its two literals read here.
+    pub(super) fn flag_or_default(self) -> Read<bool> {
+        match self.text()? {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(_) => self.or_default(),
+        }
+    }
+
+    /// [`Member::nullish`] over `bool`, its two literals and `null` read
+    /// here.
+    pub(super) fn flag_nullish(self) -> Read<bool> {
+        match self.text()? {
+            None | Some("null" | "false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(_) => self.nullish(),
+        }
+    }
+
     /// An owned value of `aws_lambda_events` (a request context) that the
     /// request keeps.
     pub(super) fn owned<T: DeserializeOwned>(self) -> Read<T> {
@@ -172,9 +191,25 @@ impl<'a> Member<'a> {
         }
     }
 
+    /// A string without escapes, its text between the quotes; `None`
+    /// for anything else, left to `serde_json`.
+    fn plain_text(self) -> Read<Option<Text<'a>>> {
+        Ok(match self.text()? {
+            Some(text) if self.plain => text
+                .strip_prefix('"')
+                .and_then(|text| text.strip_suffix('"'))
+                .map(|inner| Text(Cow::Borrowed(inner))),
+            _ => None,
+        })
+    }
+
     /// `aws_lambda_events`' `http_method`: a string, the empty one GET.
     pub(super) fn method(self) -> Read<Option<Method>> {
-        match self.parse::<Text<'a>>()?.map(|text| text.0) {
+        let text = match self.plain_text()? {
+            Some(text) => Some(text),
+            None => self.parse::<Text<'a>>()?,
+        };
+        match text.map(|text| text.0) {
             None => Ok(None),
             Some(text) if text.is_empty() => Ok(Some(Method::GET)),
             Some(text) => Method::from_bytes(text.as_bytes()).map(Some).map_err(|_| Refused),
@@ -183,7 +218,11 @@ impl<'a> Member<'a> {
 
     /// `http_method::deserialize_optional`: absent or `null` is `None`.
     pub(super) fn optional_method(self) -> Read<Option<Method>> {
-        match self.optional::<Text<'a>>()?.map(|text| text.0) {
+        let text = match self.plain_text()? {
+            Some(text) => Some(text),
+            None => self.optional::<Text<'a>>()?,
+        };
+        match text.map(|text| text.0) {
             None => Ok(None),
             Some(text) if text.is_empty() => Ok(Some(Method::GET)),
             Some(text) => Method::from_bytes(text.as_bytes()).map(Some).map_err(|_| Refused),
@@ -198,6 +237,11 @@ impl<'a> Member<'a> {
         let Some(text) = self.text()? else {
             return Ok(QueryMap::default());
         };
+        // `{}`, and `null` where the style takes it: empty, read without
+        // serde_json.
+        if text == "{}" || text == "null" && !matches!(style, QueryStyle::Map) {
+            return Ok(QueryMap::default());
+        }
         let map = query_map(text, style)?;
         if !may_have_an_empty_list(text) {
             return Ok(map);
@@ -210,7 +254,10 @@ impl<'a> Member<'a> {
 
     /// Path parameters and stage variables.
     pub(super) fn string_map(self) -> Read<HashMap<String, String>> {
-        self.nullish()
+        match self.text()? {
+            None | Some("null" | "{}") => Ok(HashMap::new()),
+            Some(_) => self.nullish(),
+        }
     }
 }
 
@@ -589,6 +636,7 @@ impl<'a> Headers<'a> {
         let in_map = Firsts {
             host: First::InMap,
             proto: First::InMap,
+            values: None,
         };
         let pairs = match &self.value {
             HeadersValue::Null => return Ok((HeaderMap::new(), Firsts::default())),
@@ -655,7 +703,11 @@ impl<'a> Headers<'a> {
             }
         }
         // Split, a value is not the member's text: the map has them.
-        Ok((map, if split { in_map } else { firsts }))
+        if split {
+            return Ok((map, in_map));
+        }
+        firsts.values = Some(shared);
+        Ok((map, firsts))
     }
 }
 
@@ -663,10 +715,23 @@ impl<'a> Headers<'a> {
 /// as `HeaderMap::get` finds them, noted while the map is built from the
 /// member (a single value replaces the name's earlier ones, a list's come
 /// after them), so that they are not looked up by hashing their names.
-#[derive(Clone, Copy, Default)]
+#[derive(Default)]
 pub(super) struct Firsts<'h> {
     pub(super) host: First<'h>,
     pub(super) proto: First<'h>,
+    /// The member's values as the map shares them.
+    values: Option<SharedValues<'h>>,
+}
+
+impl Firsts<'_> {
+    /// `text`'s bytes: shared with the map's values if it is one of them
+    /// (the host a URI's authority is made of), else a copy.
+    pub(super) fn bytes_of(&self, text: &str) -> Bytes {
+        match &self.values {
+            Some(values) => values.next(text),
+            None => Bytes::copy_from_slice(text.as_bytes()),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Default)]
@@ -783,7 +848,7 @@ impl<'a> SharedValues<'a> {
 
     /// `value`'s bytes: a slice of the copy if `value` is a slice of the
     /// member's text (no escape in it), else a copy of its own.
-    fn next(&mut self, value: &str) -> Bytes {
+    fn next(&self, value: &str) -> Bytes {
         let from = value.as_ptr().addr().wrapping_sub(self.text.as_ptr().addr());
         let to = from.wrapping_add(value.len());
         // In the text's range, it is a slice of the text.

@@ -555,6 +555,20 @@ fn refusals_and_repairs_are_as_before() {
     }
 }
 
+/// A URL at `http`'s longest and one byte past it, in the path and in
+/// the query: the URI made of its parts is the one the whole text makes,
+/// or set aside as it was.
+#[test]
+fn a_url_at_and_past_https_longest_is_located_as_before() {
+    // `https://api.example.com` is 23 bytes; `http` takes 65,534.
+    for len in [65_534 - 23, 65_535 - 23] {
+        let path = format!("/{}", "a".repeat(len - 1));
+        assert_decoded_as_before(&http_api_event(|event| event["rawPath"] = json!(path)));
+        let query = format!("q={}", "b".repeat(len - "/items?q=".len()));
+        assert_decoded_as_before(&http_api_event(|event| event["rawQueryString"] = json!(query)));
+    }
+}
+
 /// Each of JSON's escapes, in the strings read as text, in header names
 /// and values (one or a list) of every sample event: the same request,
 /// or the same refusal, as before.
@@ -570,11 +584,14 @@ fn escaped_strings_are_read_as_before() {
         r#""/it\u0065ms""#,
         r#""\/items?a=\"""#,
         r#""""#,
+        r#""P\u004fST""#,
     ];
     for (name, event) in sample_events() {
         let event: Value = serde_json::from_slice(&event).expect("JSON");
-        let changes: [fn(&mut Value); 6] = [
+        let changes: [fn(&mut Value); 8] = [
             |event| event["body"] = json!("@@"),
+            |event| event["httpMethod"] = json!("@@"),
+            |event| event["method"] = json!("@@"),
             |event| event["path"] = json!("@@"),
             |event| event["rawPath"] = json!("@@"),
             |event| event["headers"]["x-a"] = json!("@@"),
@@ -999,7 +1016,7 @@ fn a_member_given_twice_is_refused_or_ignored_as_before() {
                 }
             }
         }
-        for inner in ["http", "identity"] {
+        for inner in ["http", "identity", "elb"] {
             if let Some(Value::Object(members)) = object
                 .get("requestContext")
                 .and_then(|context| context.get(inner))
