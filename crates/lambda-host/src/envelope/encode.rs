@@ -154,7 +154,7 @@ where
             out.push(',');
         }
         let name = name.borrow().as_str();
-        string(out, name);
+        name_string(out, name);
         out.push(':');
         value_string(out, value.borrow()).map_err(|NotUtf8| refused(name))?;
     }
@@ -185,7 +185,7 @@ fn multi_value_headers(out: &mut String, headers: HeaderMap) -> Result<(), Inval
                 }
                 any = true;
                 name_at = out.len();
-                string(out, name.as_str());
+                name_string(out, name.as_str());
                 out.push_str(":[");
             }
             None => out.push(','),
@@ -206,8 +206,15 @@ fn value_string(out: &mut String, value: &HeaderValue) -> Result<(), NotUtf8> {
     Ok(())
 }
 
-/// The name written at `at` as a JSON string: a header name is a token,
-/// which has nothing to escape.
+/// A header name as a JSON string: a name is a token, which has nothing
+/// to escape.
+fn name_string(out: &mut String, name: &str) {
+    out.push('"');
+    out.push_str(name);
+    out.push('"');
+}
+
+/// The name written at `at` as a JSON string (by [`name_string`]).
 fn written_name(out: &str, at: usize) -> &str {
     out.get(at..)
         .and_then(|written| written.split('"').nth(1))
