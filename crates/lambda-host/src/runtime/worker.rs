@@ -85,7 +85,7 @@ pub(super) struct Answering<'a> {
     invocation_id: Option<&'a HeaderValue>,
     origin: RequestOrigin,
     /// What the SERVER span says of the request, when it is sent.
-    server: Option<&'a (Method, Option<ApiPath>, Option<String>)>,
+    server: Option<&'a (Method, Option<ApiPath>, Cow<'a, str>)>,
     /// The loop's cut, [`BACKSTOP_MARGIN`] before the deadline.
     cut: Option<Instant>,
 }
@@ -105,7 +105,7 @@ impl Answering<'_> {
                 method: method.as_str(),
                 path: path.as_ref().map_or("/", ApiPath::as_str),
                 invocation_id: self.request_id,
-                function_arn: function_arn.as_deref(),
+                function_arn: Some(function_arn),
                 cold_start,
                 details,
                 failure: failure.map(|failure| (failure.error_type.as_str(), failure.error_message.as_str())),
@@ -371,9 +371,9 @@ pub(super) async fn serve<C: Answer>(
 }
 
 /// One invocation: its answer, or why there is none.
-async fn invoke<C: Answer>(
+async fn invoke<'h, C: Answer>(
     shared: &Shared,
-    given: &Given<'_>,
+    given: &Given<'h>,
     request_id: &str,
     deadline: Deadline,
     payload: Bytes,
@@ -417,9 +417,17 @@ async fn invoke<C: Answer>(
         // What the SERVER span says of the request, kept before the
         // service takes it; only when the invocation's spans are sent.
         let server = trace::traced().then(|| {
-            let arn = request
-                .lambda_context_ref()
-                .map(|context| context.invoked_function_arn.clone());
+            // The context's ARN, which is the header's unless `Context::new`
+            // made it: borrowed then, not copied.
+            let arn = match given.invoked_function_arn.map(HeaderValue::to_str) {
+                Some(Ok(arn)) => Cow::Borrowed(arn),
+                _ => Cow::Owned(
+                    request
+                        .lambda_context_ref()
+                        .map(|context| context.invoked_function_arn.clone())
+                        .unwrap_or_default(),
+                ),
+            };
             let path = request.extensions().get::<ApiPath>().cloned();
             (request.method().clone(), path, arn)
         });
