@@ -50,6 +50,10 @@ pub(crate) struct RuntimeApi {
     /// value, it is neither parsed nor checked nor copied again for each
     /// request (about 650 instructions a request).
     user_agent: Option<HeaderValue>,
+    /// [`NEXT`], parsed once: a clone of a URI of static text is a copy of
+    /// its parts, where `Uri::from_static` parses it (about 500
+    /// instructions an invocation).
+    next: Uri,
 }
 
 impl RuntimeApi {
@@ -67,6 +71,7 @@ impl RuntimeApi {
                 .headers_ref()
                 .and_then(|headers| headers.get(USER_AGENT))
                 .cloned(),
+            next: Uri::from_static(NEXT),
         }
     }
 
@@ -103,7 +108,7 @@ impl RuntimeApi {
             let request = self
                 .request()
                 .method(Method::GET)
-                .uri(Uri::from_static(NEXT))
+                .uri(self.next.clone())
                 .body(ApiBody::empty())
                 .map_err(|err| Attempt::Final(err.into()))?;
             let response = self.client.call(request).await.map_err(Attempt::Again)?;
