@@ -18,6 +18,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::Poll;
 
 use futures_util::FutureExt;
 use std::time::Instant;
@@ -84,7 +85,7 @@ pub(super) struct Answering<'a> {
     invocation_id: Option<&'a HeaderValue>,
     origin: RequestOrigin,
     /// What the SERVER span says of the request, when it is sent.
-    server: Option<&'a (Method, Option<ApiPath>, Option<String>)>,
+    server: Option<&'a (Method, Option<ApiPath>, Cow<'a, str>)>,
     /// The loop's cut, [`BACKSTOP_MARGIN`] before the deadline.
     cut: Option<Instant>,
 }
@@ -104,7 +105,7 @@ impl Answering<'_> {
                 method: method.as_str(),
                 path: path.as_ref().map_or("/", ApiPath::as_str),
                 invocation_id: self.request_id,
-                function_arn: function_arn.as_deref(),
+                function_arn: Some(function_arn),
                 cold_start,
                 details,
                 failure: failure.map(|failure| (failure.error_type.as_str(), failure.error_message.as_str())),
@@ -271,7 +272,7 @@ pub(super) async fn serve<C: Answer>(
     settle: bool,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), Error> {
-    let mut anchor = Anchor::default();
+    let mut backstop = Backstop::default();
     loop {
         // Stopped (another worker failed for good, or a shutdown began):
         // no `next` is sent.
@@ -330,7 +331,7 @@ pub(super) async fn serve<C: Answer>(
                 at,
                 payload,
                 &mut service,
-                &mut anchor,
+                &mut backstop,
             )
             .instrument(span.clone())
             .await;
@@ -370,14 +371,14 @@ pub(super) async fn serve<C: Answer>(
 }
 
 /// One invocation: its answer, or why there is none.
-async fn invoke<C: Answer>(
+async fn invoke<'h, C: Answer>(
     shared: &Shared,
-    given: &Given<'_>,
+    given: &Given<'h>,
     request_id: &str,
     deadline: Deadline,
     payload: Bytes,
     service: &mut C,
-    anchor: &mut Anchor,
+    backstop: &mut Backstop,
 ) -> Result<Answered, Diagnostic> {
     let failed = |error_type: &str, message: String| failure(request_id, error_type, message);
     // `Context::new` panics without a deadline; check it first.
@@ -391,9 +392,6 @@ async fn invoke<C: Answer>(
             "the Runtime API sent no valid deadline".to_owned(),
         ));
     };
-    // At or before the handler's cut, which is the loop's moved by the
-    // difference of their margins, unless the deadline is that close.
-    anchor.hold(cut.and_then(|cut| cut.checked_sub(RESPONSE_MARGIN - BACKSTOP_MARGIN)));
     // In a block of its own: what is built here and borrowed would
     // otherwise stay in this function's future, past the await below, and
     // be copied with it each time it moves (a `Context` and two requests).
@@ -419,9 +417,17 @@ async fn invoke<C: Answer>(
         // What the SERVER span says of the request, kept before the
         // service takes it; only when the invocation's spans are sent.
         let server = trace::traced().then(|| {
-            let arn = request
-                .lambda_context_ref()
-                .map(|context| context.invoked_function_arn.clone());
+            // The context's ARN, which is the header's unless `Context::new`
+            // made it: borrowed then, not copied.
+            let arn = match given.invoked_function_arn.map(HeaderValue::to_str) {
+                Some(Ok(arn)) => Cow::Borrowed(arn),
+                _ => Cow::Owned(
+                    request
+                        .lambda_context_ref()
+                        .map(|context| context.invoked_function_arn.clone())
+                        .unwrap_or_default(),
+                ),
+            };
             let path = request.extensions().get::<ApiPath>().cloned();
             (request.method().clone(), path, arn)
         });
@@ -445,7 +451,8 @@ async fn invoke<C: Answer>(
         // Pinned where it is: the cut takes a pointer to it, and the
         // (large) future is not moved again.
         let mut called = pin!(service.call(request));
-        let response = deadline::until(cut, called.as_mut())
+        let response = backstop
+            .until(cut, called.as_mut())
             .await
             .ok_or_else(|| answering.deadline_exceeded())?
             .map_err(|err| {
@@ -467,34 +474,67 @@ fn failure(request_id: &str, error_type: &str, message: String) -> Diagnostic {
     }
 }
 
-/// A timer a worker keeps registered with tokio's time driver, never
-/// polled (it wakes no task), at the handler's cut of its latest
-/// invocation ([`RESPONSE_MARGIN`] before the deadline), or before it when
-/// the deadline is closer than that. tokio's driver
-/// wakes itself (a write to its eventfd, and another turn of a worker
-/// thread) for every timer registered earlier than the earliest it held
-/// when it last parked, and for every one when it held none. Held here
-/// while the worker waits for its next invocation, it is earlier than the
-/// cuts of that invocation (the handler's and the loop's), which are then
-/// registered without a wake-up. Moving it later costs an atomic store.
+/// The loop's cut of a worker's invocations: one timer, kept registered
+/// with tokio's time driver from one invocation to the next, and moved
+/// rather than registered and removed for each (about 600 instructions a
+/// create). Moving it later costs an atomic store.
+///
+/// While the service runs it stands first at the handler's cut
+/// ([`RESPONSE_MARGIN`] before the deadline, or before it when the deadline
+/// is closer than that), then, if the service has not answered by then, at
+/// the loop's. Held at the handler's cut while the worker waits for its
+/// next invocation, it is earlier than the cuts of that invocation (the
+/// handler's and the loop's), which are then registered without a wake-up:
+/// tokio's driver wakes itself (a write to its eventfd, and another turn of
+/// a worker thread) for every timer registered earlier than the earliest it
+/// held when it last parked, and for every one when it held none.
 #[derive(Default)]
-struct Anchor(Option<Pin<Box<Sleep>>>);
+struct Backstop(Option<Pin<Box<Sleep>>>);
 
-impl Anchor {
-    fn hold(&mut self, at: Option<Instant>) {
-        let Some(at) = at.map(tokio::time::Instant::from_std) else {
-            return;
+impl Backstop {
+    /// Runs `future` until `cut`, as [`deadline::until`] does: `None` if
+    /// the cut came first.
+    async fn until<F: Future + Unpin>(&mut self, cut: Option<Instant>, mut future: F) -> Option<F::Output> {
+        let Some(cut) = cut.map(tokio::time::Instant::from_std) else {
+            return Some(future.await);
         };
-        match &mut self.0 {
-            Some(sleep) => sleep.as_mut().reset(at),
-            None => {
-                let mut sleep = Box::pin(tokio::time::sleep_until(at));
-                // Registered now: a `Sleep` is otherwise registered only
-                // when first polled.
-                sleep.as_mut().reset(at);
-                self.0 = Some(sleep);
+        // The handler's cut: the loop's moved by the difference of their
+        // margins, unless the deadline is that close.
+        let first = cut.checked_sub(RESPONSE_MARGIN - BACKSTOP_MARGIN).unwrap_or(cut);
+        let sleep = match &mut self.0 {
+            Some(sleep) => {
+                sleep.as_mut().reset(first);
+                sleep
             }
-        }
+            None => {
+                let sleep = self.0.insert(Box::pin(tokio::time::sleep_until(first)));
+                // Registered now, before the service registers its own cut:
+                // a `Sleep` is otherwise registered only when first polled.
+                sleep.as_mut().reset(first);
+                sleep
+            }
+        };
+        let mut at_cut = false;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(output) = Pin::new(&mut future).poll(cx) {
+                return Poll::Ready(Some(output));
+            }
+            // Out of the task's budget, as `tokio::time::timeout` polls
+            // its timer: a service that spends the budget at every poll is
+            // still cut.
+            while Pin::new(&mut tokio::task::unconstrained(sleep.as_mut()))
+                .poll(cx)
+                .is_ready()
+            {
+                if at_cut {
+                    return Poll::Ready(None);
+                }
+                at_cut = true;
+                sleep.as_mut().reset(cut);
+            }
+            Poll::Pending
+        })
+        .await
     }
 }
 
@@ -834,12 +874,13 @@ mod tests {
         work.await.unwrap();
     }
 
-    /// Registered with the time driver though never polled: on a paused
-    /// clock, a runtime with nothing to do but wait for a thread advances
-    /// its clock to the earliest timer it holds, the anchor; moved later,
-    /// to its new instant.
+    /// Between invocations the backstop stays registered at the handler's
+    /// cut though never polled: on a paused clock, a runtime with nothing
+    /// to do but wait for a thread advances its clock to the earliest timer
+    /// it holds. Moved later, it stands at its new instant; while a service
+    /// runs, it cuts at the loop's cut, not at the handler's.
     #[tokio::test(start_paused = true)]
-    async fn the_anchor_is_registered_without_being_polled_and_moves_later() {
+    async fn the_backstop_waits_at_the_handlers_cut_and_cuts_at_the_loops() {
         let started = tokio::time::Instant::now();
         let wait_for_a_thread = || {
             let (done, waited) = tokio::sync::oneshot::channel();
@@ -849,32 +890,48 @@ mod tests {
             });
             waited
         };
-        let mut anchor = Anchor::default();
-        anchor.hold(Some(started.into_std() + Duration::from_secs(10)));
-        let advanced_to = |secs| Duration::from_secs(secs)..Duration::from_millis(secs * 1000 + 2);
+        let cut = |ms: u64| Some(started.into_std() + Duration::from_millis(ms));
+        let at = |ms: u64| Duration::from_millis(ms)..Duration::from_millis(ms + 2);
+        let handlers_cut =
+            |ms: u64| ms - u64::try_from((RESPONSE_MARGIN - BACKSTOP_MARGIN).as_millis()).unwrap();
+        let mut backstop = Backstop::default();
+
+        assert_eq!(backstop.until(cut(10_000), std::future::ready(1)).await, Some(1));
         wait_for_a_thread().await.unwrap();
         assert!(
-            advanced_to(10).contains(&started.elapsed()),
+            at(handlers_cut(10_000)).contains(&started.elapsed()),
             "{:?}",
             started.elapsed()
         );
 
-        anchor.hold(Some(started.into_std() + Duration::from_secs(30)));
+        assert_eq!(backstop.until(cut(30_000), std::future::ready(2)).await, Some(2));
         wait_for_a_thread().await.unwrap();
         assert!(
-            advanced_to(30).contains(&started.elapsed()),
+            at(handlers_cut(30_000)).contains(&started.elapsed()),
             "{:?}",
             started.elapsed()
         );
 
-        // No deadline: the anchor, fired, stays where it was.
-        anchor.hold(None);
+        // No deadline: nothing is cut, and the timer stays where it was.
+        assert_eq!(backstop.until(None, std::future::ready(3)).await, Some(3));
         wait_for_a_thread().await.unwrap();
         assert!(
-            advanced_to(30).contains(&started.elapsed()),
+            at(handlers_cut(30_000)).contains(&started.elapsed()),
             "{:?}",
             started.elapsed()
         );
+
+        // Past the handler's cut, before the loop's: answered.
+        let answer = pin!(tokio::time::sleep_until(started + Duration::from_millis(59_950)));
+        assert_eq!(backstop.until(cut(60_000), answer).await, Some(()));
+        assert!(at(59_950).contains(&started.elapsed()), "{:?}", started.elapsed());
+
+        // Never answered: cut at the loop's cut, and again at the next one.
+        for ms in [90_000, 120_000] {
+            let never = std::future::pending::<()>();
+            assert_eq!(backstop.until(cut(ms), never).await, None);
+            assert!(at(ms).contains(&started.elapsed()), "{:?}", started.elapsed());
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use serde_json::{Value, json};
 
-use crate::runtime_fake::{FakeRuntimeApi, Invocation, Posted, by_request_id};
+use crate::runtime_fake::{FUNCTION_ARN, FakeRuntimeApi, Invocation, Posted, by_request_id};
 
 /// An example's binary, as `cargo build --examples` makes it (`cargo test
 /// --all-targets` builds examples as test harnesses, which run no `main`).
@@ -292,6 +292,7 @@ fn the_axum_router_answers_and_its_instrumented_span_and_sdk_call_hang_beneath_t
     let server_attributes = attributes(&server.attributes);
     assert_eq!(server_attributes["http.response.status_code"], 200);
     assert_eq!(server_attributes["http.route"], "/tables/{prefix}");
+    assert_eq!(server_attributes["cloud.resource_id"], FUNCTION_ARN);
     let tables_attributes = attributes(&tables.attributes);
     assert_eq!(tables_attributes["prefix"], "\"orders\"");
     assert_eq!(tables_attributes["count"], 2);

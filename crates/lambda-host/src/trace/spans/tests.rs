@@ -631,3 +631,53 @@ fn the_w3c_ids_are_the_hex_digits_of_root_and_parent() {
     assert_eq!(span_id("53995c3f42cd8ad"), None);
     assert_eq!(trace_id("1-5759e988-bd862e3fe1be46a99427279g"), None);
 }
+
+/// The ids as a splitter at each `-` and a `match` per hex digit read them.
+fn ids_by_split(root: &str, parent: &str) -> (Option<[u8; 16]>, Option<[u8; 8]>) {
+    fn digits(hex: &str) -> Option<Vec<u8>> {
+        hex.len().is_multiple_of(2).then_some(())?;
+        (0..hex.len())
+            .step_by(2)
+            .map(|at| {
+                hex.get(at..at + 2)
+                    .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+            })
+            .collect::<Option<Vec<u8>>>()
+            .filter(|_| hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
+    }
+    let parts: Vec<&str> = root.split('-').collect();
+    let trace = match parts[..] {
+        ["1", time, random] if time.len() == 8 && random.len() == 24 => {
+            let mut id = digits(time).unwrap_or_default();
+            id.extend(digits(random).unwrap_or_default());
+            <[u8; 16]>::try_from(id).ok()
+        }
+        _ => None,
+    };
+    let span = (parent.len() == 16)
+        .then(|| digits(parent))
+        .flatten()
+        .and_then(|id| <[u8; 8]>::try_from(id).ok());
+    (trace, span)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+    #[test]
+    fn the_ids_are_read_as_splitting_and_matching_each_digit_reads_them(
+        root in "(1|2|11)?-?[0-9a-fA-F\\-gG+ é]{0,9}-?[0-9a-fA-F\\-gG+ ]{0,26}",
+        good_time in "[0-9a-fA-F]{8}",
+        good_random in "[0-9a-fA-F]{24}",
+        parent in "[0-9a-fA-FgG\\- é]{14,17}",
+    ) {
+        let good = format!("1-{good_time}-{good_random}");
+        let longer = format!("{good}0");
+        let shorter = good.get(..good.len() - 1).unwrap_or_default();
+        let moved = format!("1-{good_time}0-{}", good_random.get(1..).unwrap_or_default());
+        for root in [root.as_str(), &good, &longer, shorter, &moved] {
+            proptest::prop_assert_eq!((trace_id(root), span_id(&parent)), ids_by_split(root, &parent), "{} {}", root, parent);
+        }
+        proptest::prop_assert!(trace_id(&good).is_some());
+    }
+}
