@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures_util::FutureExt;
 use lambda_host::{Concurrency, Lambda};
 use lambda_http::lambda_runtime::Config as FunctionConfig;
+use lambda_http::tracing::subscriber::fmt::MakeWriter;
 use lambda_http::{Body, Context, Request, RequestExt, Response, service_fn};
 use serde_json::{Value, json};
 
@@ -573,6 +574,85 @@ async fn with_one_worker_the_work_behind_an_answer_is_awaited_no_later_than_its_
     // The second `next` went out at the first invocation's cut, while the
     // work (1.5 s) still ran.
     assert_eq!(*seen.lock().expect("seen"), Some(2));
+}
+
+/// The lines `lambda_host::logging::json_subscriber` writes, kept.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lines").extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl MakeWriter<'_> for Lines {
+    type Writer = Self;
+
+    fn make_writer(&self) -> Self {
+        self.clone()
+    }
+}
+
+impl Lines {
+    fn parsed(&self) -> Vec<Value> {
+        let bytes = self.0.lock().expect("lines").clone();
+        String::from_utf8(bytes)
+            .expect("UTF-8")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a JSON line"))
+            .collect()
+    }
+}
+
+/// Work still running at the cut is said so, in a JSON line of the
+/// invocation that spawned it (its ids, not the next one's); the next
+/// invocation, due far later, waits for that work to end. One thread, so
+/// that the subscriber set for it is every task's.
+#[test]
+fn work_behind_an_answer_still_running_at_the_deadline_is_logged_with_its_invocations_ids() {
+    let short = Invocation::new("short", http_event("fine")).due_in(Duration::from_millis(600));
+    let api = FakeRuntimeApi::start(vec![short.clone(), Invocation::new("next", http_event("fine"))]);
+    let service = service_fn(move |request: Request| {
+        if request
+            .lambda_context_ref()
+            .is_some_and(|context| context.request_id == "short")
+        {
+            lambda_host::spawn(tokio::time::sleep(Duration::from_millis(1200)));
+        }
+        std::future::ready(Ok::<_, Infallible>(Response::new(Body::from("fine"))))
+    });
+    let lines = Lines::default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+
+    let subscriber = lambda_host::logging::json_subscriber(None, lines.clone());
+    lambda_http::tracing::dispatcher::with_default(&lambda_http::tracing::Dispatch::new(subscriber), || {
+        let _ = runtime.block_on(Lambda::new(api.uri(), function_config()).serve(service));
+    });
+
+    let lines = lines.parsed();
+    let warned: Vec<&Value> = lines.iter().filter(|line| line["level"] == "WARN").collect();
+    assert_eq!(
+        warned,
+        [&json!({
+            "level": "WARN",
+            "message": "work started behind the answer was still running at the deadline",
+            "span": {
+                "name": "invocation",
+                "request_id": "short",
+                "xray_trace_id": short.trace_root(),
+            },
+        })],
+        "{lines:#?}"
+    );
 }
 
 /// On Managed Instances nothing is frozen, so a worker takes its next
