@@ -642,14 +642,12 @@ fn from_parts(scheme: &str, host: &str, firsts: &Firsts<'_>, path: &str, query: 
         "http" => Scheme::HTTP,
         _ => return None,
     };
-    if !(path.is_empty() || path.starts_with('/')) || !path_as_is(path) {
+    if !url_as_is(scheme.as_str(), host, path) {
         return None;
     }
-    let host_as_is = host_as_is(scheme.as_str(), host)
-        || plain(scheme.as_str(), host, path) && written_as_is(scheme.as_str(), host);
     let path = if path.is_empty() { "/" } else { path };
     let len = path.len() + if query.is_empty() { 0 } else { 1 + query.len() };
-    if !host_as_is || scheme.as_str().len() + 3 + host.len() + len > MAX_URI {
+    if scheme.as_str().len() + 3 + host.len() + len > MAX_URI {
         return None;
     }
     let mut path_and_query = Vec::with_capacity(len);
@@ -699,8 +697,7 @@ fn set_aside(path: &str, origin: Option<(&str, &str)>, query: &str) -> Location 
 /// query or credentials of its own would parse, but would change what the
 /// request means.
 fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
-    let host_as_is = host_as_is(scheme, host) || plain(scheme, host, path) && written_as_is(scheme, host);
-    if host_as_is && (path.is_empty() || path.starts_with('/')) && path_as_is(path) {
+    if url_as_is(scheme, host, path) {
         let mut url = String::with_capacity(scheme.len() + host.len() + path.len() + 4);
         url.push_str(scheme);
         url.push_str("://");
@@ -714,6 +711,14 @@ fn absolute(scheme: &str, host: &str, path: &str) -> Option<String> {
     Url::parse(&format!("{scheme}://{host}{path}"))
         .ok()
         .map(String::from)
+}
+
+/// Whether `url` writes `{scheme}://{host}{path}` back as it is (an
+/// empty path as `/`).
+fn url_as_is(scheme: &str, host: &str, path: &str) -> bool {
+    (host_as_is(scheme, host) || plain(scheme, host, path) && written_as_is(scheme, host))
+        && (path.is_empty() || path.starts_with('/'))
+        && path_as_is(path)
 }
 
 /// A plain host that `url` writes back unchanged: lower case, labels
