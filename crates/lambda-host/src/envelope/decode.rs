@@ -136,7 +136,10 @@ fn http_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<R
         &event.version,
         &event.route_key,
     ] {
-        member.string_or_null()?;
+        // Absent, as most are, it is `None`.
+        if member.present() {
+            member.string_or_null()?;
+        }
     }
     if event.http_method.present() {
         event.http_method.method()?;
