@@ -9,7 +9,9 @@ use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use lambda_http::http::header::{CONTENT_TYPE, TRAILER, TRANSFER_ENCODING, USER_AGENT};
 use lambda_http::http::request::Builder;
-use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
+use lambda_http::http::{
+    Error as HttpError, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri,
+};
 use lambda_http::lambda_runtime::Diagnostic;
 use lambda_http::{Error, tracing};
 use lambda_runtime_api_client::body::Body as ApiBody;
@@ -84,6 +86,20 @@ impl RuntimeApi {
         }
     }
 
+    /// [`request`](Self::request) for `next` and the answers, made as a
+    /// `Request` rather than through its `Builder`, which moves the
+    /// request's parts at each step.
+    fn request_to(&self, method: Method, uri: Uri, body: ApiBody) -> Result<Request<ApiBody>, HttpError> {
+        let Some(user_agent) = &self.user_agent else {
+            return build_request().method(method).uri(uri).body(body);
+        };
+        let mut request = Request::new(body);
+        *request.method_mut() = method;
+        *request.uri_mut() = uri;
+        request.headers_mut().insert(USER_AGENT, user_agent.clone());
+        Ok(request)
+    }
+
     /// Tells Lambda that init failed, so that the invoke that started this
     /// execution environment fails with `message` rather than a timeout.
     pub(crate) async fn init_error(&self, message: &str) -> Result<(), Error> {
@@ -106,10 +122,7 @@ impl RuntimeApi {
     pub(super) async fn next(&self) -> Result<(HeaderMap, Bytes), Error> {
         retrying("next", || async {
             let request = self
-                .request()
-                .method(Method::GET)
-                .uri(self.next.clone())
-                .body(ApiBody::empty())
+                .request_to(Method::GET, self.next.clone(), ApiBody::empty())
                 .map_err(|err| Attempt::Final(err.into()))?;
             let response = self.client.call(request).await.map_err(Attempt::Again)?;
             let (parts, body) = response.into_parts();
@@ -240,16 +253,22 @@ impl RuntimeApi {
     ) -> Result<(), Error> {
         let body = Bytes::from(body);
         let status = retrying("an answer", || async {
-            let mut request = self.request().method(Method::POST).uri(&path);
-            if let Some(error_type) = error_type {
-                request = request.header(ERROR_TYPE, error_type);
-            }
-            if let Some(invocation_id) = invocation_id {
-                request = request.header(INVOCATION_ID, invocation_id);
-            }
-            let request = request
-                .body(ApiBody::from(body.clone()))
-                .map_err(|err| Attempt::Final(err.into()))?;
+            let request = (|| {
+                let uri = Uri::try_from(path.as_str())?;
+                let mut request = self.request_to(Method::POST, uri, ApiBody::from(body.clone()))?;
+                let headers = request.headers_mut();
+                if let Some(error_type) = error_type {
+                    headers.append(
+                        HeaderName::from_static(ERROR_TYPE),
+                        HeaderValue::from_str(error_type)?,
+                    );
+                }
+                if let Some(invocation_id) = invocation_id {
+                    headers.append(INVOCATION_ID, invocation_id.clone());
+                }
+                Ok::<_, HttpError>(request)
+            })()
+            .map_err(|err| Attempt::Final(err.into()))?;
             let response = self.client.call(request).await.map_err(Attempt::Again)?;
             let status = response.status();
             // Read the (small) answer to the end, so the connection goes

@@ -203,6 +203,15 @@ pub fn traced() -> bool {
         .unwrap_or(false)
 }
 
+/// Whether the calling task serves an invocation whose spans are not
+/// sent: [`Here::Untraced`], without a clone of anything.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
+pub(super) fn untraced() -> bool {
+    CURRENT
+        .try_with(|invocation| invocation.spans.is_none())
+        .unwrap_or(false)
+}
+
 /// The calling task's invocation's spans: one task-local lookup.
 pub(super) fn here() -> Here {
     CURRENT

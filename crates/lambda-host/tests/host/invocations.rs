@@ -655,6 +655,54 @@ fn work_behind_an_answer_still_running_at_the_deadline_is_logged_with_its_invoca
     );
 }
 
+/// A handler's lines, before and after it yields, carry its invocation's
+/// ids: the service is polled in the invocation's span at every poll.
+#[test]
+fn a_handlers_lines_carry_its_invocations_ids_at_every_poll() {
+    let invocation = Invocation::new("polled", http_event("fine"));
+    let api = FakeRuntimeApi::start(vec![invocation.clone()]);
+    let service = service_fn(|_request: Request| async {
+        lambda_http::tracing::info!("before the yield");
+        tokio::task::yield_now().await;
+        lambda_http::tracing::info!("after the yield");
+        Ok::<_, Infallible>(Response::new(Body::from("fine")))
+    });
+    let lines = Lines::default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+
+    let subscriber = lambda_host::logging::json_subscriber(None, lines.clone());
+    lambda_http::tracing::dispatcher::with_default(&lambda_http::tracing::Dispatch::new(subscriber), || {
+        let _ = runtime.block_on(Lambda::new(api.uri(), function_config()).serve(service));
+    });
+
+    let lines = lines.parsed();
+    let spans: Vec<(&Value, &Value)> = lines
+        .iter()
+        .filter(|line| {
+            line["message"]
+                .as_str()
+                .is_some_and(|message| message.ends_with("the yield"))
+        })
+        .map(|line| (&line["message"], &line["span"]))
+        .collect();
+    let span = json!({
+        "name": "invocation",
+        "request_id": "polled",
+        "xray_trace_id": invocation.trace_root(),
+    });
+    assert_eq!(
+        spans,
+        [
+            (&json!("before the yield"), &span),
+            (&json!("after the yield"), &span)
+        ],
+        "{lines:#?}"
+    );
+}
+
 /// On Managed Instances nothing is frozen, so a worker takes its next
 /// invocation while the work spawned behind its answer still runs: the
 /// work ends only once it has seen its worker's `next` parked beside the

@@ -137,6 +137,11 @@ impl Intercept for AwsSpans {
         _runtime_components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
+        // An untraced invocation opened no call: no lookup in the config
+        // bag, which walks its layers.
+        if invocation::untraced() {
+            return Ok(());
+        }
         let Some(call) = cfg
             .get_mut_from_interceptor_state::<InFlight>()
             .and_then(|in_flight| in_flight.0.take())
