@@ -10,9 +10,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::FutureExt;
 use lambda_host::{Concurrency, Lambda};
-use lambda_http::lambda_runtime::Config as FunctionConfig;
+use lambda_http::lambda_runtime::{Config as FunctionConfig, Diagnostic};
+use lambda_http::tower::Service;
 use lambda_http::tracing::subscriber::fmt::MakeWriter;
-use lambda_http::{Body, Context, Request, RequestExt, Response, service_fn};
+use lambda_http::{Body, Context, IntoResponse, Request, RequestExt, Response, service_fn};
 use serde_json::{Value, json};
 
 use crate::runtime_fake::{
@@ -610,10 +611,30 @@ impl Lines {
     }
 }
 
+/// The JSON lines `lambda_host::logging::json_subscriber` writes while
+/// `service` serves `api`'s invocations on one thread, so that the
+/// subscriber set for it is every task's.
+fn logged_lines<S, R, E>(api: &FakeRuntimeApi, service: S) -> Vec<Value>
+where
+    S: Service<Request, Response = R, Error = E>,
+    R: IntoResponse,
+    E: std::fmt::Debug + Into<Diagnostic>,
+{
+    let lines = Lines::default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let subscriber = lambda_host::logging::json_subscriber(None, lines.clone());
+    lambda_http::tracing::dispatcher::with_default(&lambda_http::tracing::Dispatch::new(subscriber), || {
+        let _ = runtime.block_on(Lambda::new(api.uri(), function_config()).serve(service));
+    });
+    lines.parsed()
+}
+
 /// Work still running at the cut is said so, in a JSON line of the
 /// invocation that spawned it (its ids, not the next one's); the next
-/// invocation, due far later, waits for that work to end. One thread, so
-/// that the subscriber set for it is every task's.
+/// invocation, due far later, waits for that work to end.
 #[test]
 fn work_behind_an_answer_still_running_at_the_deadline_is_logged_with_its_invocations_ids() {
     let short = Invocation::new("short", http_event("fine")).due_in(Duration::from_millis(600));
@@ -627,18 +648,7 @@ fn work_behind_an_answer_still_running_at_the_deadline_is_logged_with_its_invoca
         }
         std::future::ready(Ok::<_, Infallible>(Response::new(Body::from("fine"))))
     });
-    let lines = Lines::default();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-
-    let subscriber = lambda_host::logging::json_subscriber(None, lines.clone());
-    lambda_http::tracing::dispatcher::with_default(&lambda_http::tracing::Dispatch::new(subscriber), || {
-        let _ = runtime.block_on(Lambda::new(api.uri(), function_config()).serve(service));
-    });
-
-    let lines = lines.parsed();
+    let lines = logged_lines(&api, service);
     let warned: Vec<&Value> = lines.iter().filter(|line| line["level"] == "WARN").collect();
     assert_eq!(
         warned,
@@ -667,18 +677,7 @@ fn a_handlers_lines_carry_its_invocations_ids_at_every_poll() {
         lambda_http::tracing::info!("after the yield");
         Ok::<_, Infallible>(Response::new(Body::from("fine")))
     });
-    let lines = Lines::default();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-
-    let subscriber = lambda_host::logging::json_subscriber(None, lines.clone());
-    lambda_http::tracing::dispatcher::with_default(&lambda_http::tracing::Dispatch::new(subscriber), || {
-        let _ = runtime.block_on(Lambda::new(api.uri(), function_config()).serve(service));
-    });
-
-    let lines = lines.parsed();
+    let lines = logged_lines(&api, service);
     let spans: Vec<(&Value, &Value)> = lines
         .iter()
         .filter(|line| {
