@@ -241,6 +241,29 @@ impl RuntimeApi {
         Ok(())
     }
 
+    /// An answer's (or an error report's) request, with its error type and
+    /// the invocation id it echoes.
+    fn answer_request(
+        &self,
+        path: &str,
+        error_type: Option<&str>,
+        invocation_id: Option<&HeaderValue>,
+        body: Bytes,
+    ) -> Result<Request<ApiBody>, HttpError> {
+        let mut request = self.request_to(Method::POST, Uri::try_from(path)?, ApiBody::from(body))?;
+        let headers = request.headers_mut();
+        if let Some(error_type) = error_type {
+            headers.append(
+                HeaderName::from_static(ERROR_TYPE),
+                HeaderValue::from_str(error_type)?,
+            );
+        }
+        if let Some(invocation_id) = invocation_id {
+            headers.append(INVOCATION_ID, invocation_id.clone());
+        }
+        Ok(request)
+    }
+
     /// Posts an answer (or an error report). A transport failure or a 5xx
     /// is tried again; a refusal (4xx) is logged and not: Lambda has decided
     /// about this invocation, and the worker serves on.
@@ -253,22 +276,9 @@ impl RuntimeApi {
     ) -> Result<(), Error> {
         let body = Bytes::from(body);
         let status = retrying("an answer", || async {
-            let request = (|| {
-                let uri = Uri::try_from(path.as_str())?;
-                let mut request = self.request_to(Method::POST, uri, ApiBody::from(body.clone()))?;
-                let headers = request.headers_mut();
-                if let Some(error_type) = error_type {
-                    headers.append(
-                        HeaderName::from_static(ERROR_TYPE),
-                        HeaderValue::from_str(error_type)?,
-                    );
-                }
-                if let Some(invocation_id) = invocation_id {
-                    headers.append(INVOCATION_ID, invocation_id.clone());
-                }
-                Ok::<_, HttpError>(request)
-            })()
-            .map_err(|err| Attempt::Final(err.into()))?;
+            let request = self
+                .answer_request(&path, error_type, invocation_id, body.clone())
+                .map_err(|err| Attempt::Final(err.into()))?;
             let response = self.client.call(request).await.map_err(Attempt::Again)?;
             let status = response.status();
             // Read the (small) answer to the end, so the connection goes
