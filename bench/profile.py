@@ -18,6 +18,7 @@ included) and a build with symbols: the release profile with
     bench/profile.py --floor target/release/plant-store-bench-floor --out /tmp/floor
     bench/profile.py --binary ... --concurrency 64 --invocations 2000 --out /tmp/ps64
     bench/profile.py --binary ... --concurrency 64 --invocations 4000 --perf --out /tmp/ps64perf
+    bench/profile.py --binary ... --cache --out /tmp/pscache   # and cache misses (I1mr, D1mr, D1mw)
 
 Prints the window's instructions per invocation; `callgrind_annotate
 --inclusive=yes OUT/callgrind.out.*` splits them by function.
@@ -112,8 +113,13 @@ def main():
     parser.add_argument("--invocations", type=at_least(1), default=200, help="invocations in the window (200)")
     parser.add_argument("--concurrency", type=at_least(1), default=1, help="in flight (default 1: one at a time)")
     parser.add_argument("--perf", action="store_true", help="perf record's samples instead of callgrind")
+    parser.add_argument(
+        "--cache", action="store_true", help="callgrind's cache simulation too: first-level misses per function"
+    )
     parser.add_argument("--out", required=True, help="a folder for the callgrind dumps (or perf.data)")
     args = parser.parse_args()
+    if args.cache and args.perf:
+        parser.error("--cache is callgrind's: not with --perf")
     for tool in ("perf",) if args.perf else ("valgrind", "callgrind_control"):
         if shutil.which(tool) is None:
             fail(f"{tool} is needed: install valgrind")
@@ -140,6 +146,7 @@ def main():
                     # the window's dump is read alone (bench/crossed.py).
                     "--compress-strings=no",
                     "--vgdb=yes",
+                    *(["--cache-sim=yes"] if args.cache else []),
                     *subject.argv,
                 ],
             }
