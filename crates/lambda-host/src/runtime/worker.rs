@@ -140,6 +140,8 @@ impl Answering<'_> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn deadline_exceeded(&self) -> Diagnostic {
         failure(
             self.request_id,
@@ -335,16 +337,7 @@ pub(super) async fn serve<C: Answer>(
         let (answer, span) = AssertUnwindSafe(invocation)
             .catch_unwind()
             .await
-            .unwrap_or_else(|panic| {
-                let span = open_span();
-                let message = panic_message(panic.as_ref());
-                tracing::error!(parent: &span, request_id, error = %message, "invocation failed: it panicked");
-                let diagnostic = Diagnostic {
-                    error_type: "Runtime.HandlerPanicked".to_owned(),
-                    error_message: format!("the invocation panicked: {message}"),
-                };
-                (Err(diagnostic), span)
-            });
+            .unwrap_or_else(|panic| panicked(&open_span, request_id, panic.as_ref()));
         let invocation_id = given.invocation_id;
         // The answer, and the wait for the work behind it, in the span.
         let answered = pin!(Some(async {
@@ -361,6 +354,26 @@ pub(super) async fn serve<C: Answer>(
         }));
         in_span(&span, answered).await?;
     }
+}
+
+/// An invocation that panicked: its error line, in a span of its own (the
+/// one it ran in was dropped with it), and its diagnostic. Out of line:
+/// the loop's future is large, and this is never run on a create.
+#[cold]
+#[inline(never)]
+fn panicked(
+    open_span: &dyn Fn() -> tracing::Span,
+    request_id: &str,
+    panic: &(dyn Any + Send),
+) -> (Result<Answered, Diagnostic>, tracing::Span) {
+    let span = open_span();
+    let message = panic_message(panic);
+    tracing::error!(parent: &span, request_id, error = %message, "invocation failed: it panicked");
+    let diagnostic = Diagnostic {
+        error_type: "Runtime.HandlerPanicked".to_owned(),
+        error_message: format!("the invocation panicked: {message}"),
+    };
+    (Err(diagnostic), span)
 }
 
 /// Polls the future in `slot` in `span`, as `Instrument` does, but with
@@ -430,7 +443,9 @@ async fn invoke<'h, C: Answer>(
     // otherwise stay in this function's future, past the await below, and
     // be copied with it each time it moves (a `Context` and two requests).
     let (request, origin, server) = {
-        let context = context(&shared.context, request_id, deadline_ms, given).map_err(|err| {
+        // The ARN as text, read once for the context and the SERVER span.
+        let arn = given.invoked_function_arn.and_then(text);
+        let context = context(&shared.context, request_id, deadline_ms, given, arn).map_err(|err| {
             failed(
                 "Runtime.InvalidInvocation",
                 format!("invalid invocation headers: {err}"),
@@ -453,7 +468,7 @@ async fn invoke<'h, C: Answer>(
         let server = trace::traced().then(|| {
             // The context's ARN, which is the header's unless `Context::new`
             // made it: borrowed then, not copied.
-            let arn = match given.invoked_function_arn.and_then(text) {
+            let arn = match arn {
                 Some(arn) => Cow::Borrowed(arn),
                 _ => Cow::Owned(
                     request
@@ -499,7 +514,9 @@ async fn invoke<'h, C: Answer>(
 }
 
 /// An invocation that fails: its error line, and the diagnostic the
-/// Runtime API is given for it.
+/// Runtime API is given for it. Out of line, as every failure is.
+#[cold]
+#[inline(never)]
 fn failure(request_id: &str, error_type: &str, message: String) -> Diagnostic {
     tracing::error!(request_id, error = %message, "invocation failed");
     Diagnostic {
@@ -644,12 +661,15 @@ fn lossy(value: &HeaderValue) -> Cow<'_, str> {
 /// invocation). What takes more than a copy (a client context or a Cognito
 /// identity, JSON to read; a function ARN that is not visible ASCII, an
 /// error) is left to `Context::new`.
-fn context(template: &Context, request_id: &str, deadline: u64, given: &Given<'_>) -> Result<Context, Error> {
-    let (Some(arn), None, None) = (
-        given.invoked_function_arn.and_then(text),
-        given.client_context,
-        given.cognito_identity,
-    ) else {
+/// `arn` is the function ARN's [`text`], if it is text.
+fn context(
+    template: &Context,
+    request_id: &str,
+    deadline: u64,
+    given: &Given<'_>,
+    arn: Option<&str>,
+) -> Result<Context, Error> {
+    let (Some(arn), None, None) = (arn, given.client_context, given.cognito_identity) else {
         return Context::new(request_id, template.env_config.clone(), given.all);
     };
     let mut context = template.clone();
@@ -917,8 +937,10 @@ mod tests {
             headers_with(&[("lambda-runtime-client-context", b"not json")]),
         ];
         for headers in &cases {
-            let ours = context(&template, "req-1", 1_700_000_000_000, &Given::read(headers))
-                .map_err(|err| err.to_string());
+            let given = Given::read(headers);
+            let arn = given.invoked_function_arn.and_then(text);
+            let ours =
+                context(&template, "req-1", 1_700_000_000_000, &given, arn).map_err(|err| err.to_string());
             let theirs =
                 Context::new("req-1", template.env_config.clone(), headers).map_err(|err| err.to_string());
             assert_eq!(ours, theirs, "for {headers:?}");
@@ -1019,6 +1041,10 @@ mod tests {
                     }
                     values.push(value);
                 }
+                // UTF-8 that is not ASCII, which `to_str` refuses too.
+                let mut value = vec![b'a'; len];
+                value.splice(at..at, "é".bytes());
+                values.push(value);
             }
             values.push(b"0123456789abcdefghij".get(..len).unwrap().to_vec());
         }
