@@ -246,8 +246,31 @@ impl<'a> Scanner<'a> {
     }
 
     fn after_blanks(&mut self) -> Option<u8> {
-        // An indented event's line break and spaces: the spaces eight at a
-        // time, the first byte that is not one found by its bits.
+        // An indented event's line break and its spaces, fewer than eight
+        // (a line of every front door's event): one word, the first byte
+        // that is not a space found by its bits.
+        let at = self.at;
+        if let Some([b'\n', eight @ ..]) = self.bytes.get(at..at + 9)
+            && let Ok(eight) = <[u8; 8]>::try_from(eight)
+        {
+            let not_spaces = u64::from_le_bytes(eight) ^ u64::from_le_bytes([b' '; 8]);
+            if not_spaces != 0 {
+                let spaces = not_spaces.trailing_zeros() / 8;
+                // The byte there, its bits flipped back.
+                let byte = (not_spaces >> (spaces * 8)) as u8 ^ b' ';
+                if byte > b' ' {
+                    self.at = at + 1 + spaces as usize;
+                    return Some(byte);
+                }
+            }
+        }
+        self.blanks()
+    }
+
+    /// Any whitespace: deeper indentation, blank lines, tabs, returns.
+    #[cold]
+    fn blanks(&mut self) -> Option<u8> {
+        // The spaces eight at a time, after a line break.
         if self.byte() == Some(b'\n') {
             self.at += 1;
             while let Some(eight) = self.bytes.get(self.at..self.at + 8)
@@ -258,12 +281,6 @@ impl<'a> Scanner<'a> {
                 if not_spaces != 0 {
                     break;
                 }
-            }
-            // The indentation's end: most often a token.
-            if let Some(byte) = self.byte()
-                && byte > b' '
-            {
-                return Some(byte);
             }
         }
         while let Some(byte) = self.byte() {
