@@ -37,7 +37,7 @@ struct Spans<const N: usize> {
 impl<const N: usize> Default for Spans<N> {
     fn default() -> Self {
         Self {
-            spans: [Span::default(); N],
+            spans: [Span::ZERO; N],
             len: 0,
             whole: false,
         }
@@ -85,12 +85,22 @@ impl<'a> Fields<'a> {
 /// Offsets as `u32`, which keeps the spans that every event's members
 /// hold, zeroed and moved with them, at 20 bytes each rather than 48.
 /// A text past `u32::MAX` bytes is not kept (its objects are read again).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Span {
     key: (u32, u32),
     value: (u32, u32),
     key_escaped: bool,
     value_plain: bool,
+}
+
+impl Span {
+    /// All zeros: an array of them is a fill, not a loop.
+    const ZERO: Self = Self {
+        key: (0, 0),
+        value: (0, 0),
+        key_escaped: false,
+        value_plain: false,
+    };
 }
 
 /// A member's value as scanned: its text, and whether it is a string
