@@ -74,51 +74,45 @@ fn front_door(
         return Err(Unsupported::TooManyHeaders(names));
     }
     let has_method = members.http_method.given();
-    let lattice_v1_shape = members.raw_path_snake.present() && members.method.present();
-    for door in [
-        Door::RestApi,
-        Door::HttpApi,
-        Door::Alb,
-        Door::LatticeV2,
-        Door::LatticeV1,
-    ] {
-        let tried = match door {
-            Door::RestApi | Door::Alb => has_method,
-            Door::HttpApi | Door::LatticeV2 => true,
-            Door::LatticeV1 => lattice_v1_shape,
-        };
-        if !tried {
-            continue;
-        }
+    // Each door its own function, so that this one holds the HTTP API's
+    // way and little else; a door that refuses leaves no repair behind.
+    if has_method {
         let mut repairs = SetAside::default();
-        let (read, origin) = match door {
-            Door::RestApi => (
-                rest_api(members, stage, &mut repairs),
-                RequestOrigin::ApiGatewayV1,
-            ),
-            Door::HttpApi => (
-                http_api(members, stage, &mut repairs),
-                RequestOrigin::ApiGatewayV2,
-            ),
-            Door::Alb => (alb(members, &mut repairs), RequestOrigin::Alb),
-            Door::LatticeV2 => (lattice_v2(members, &mut repairs), RequestOrigin::VpcLattice),
-            Door::LatticeV1 => (lattice_v1(members, &mut repairs), RequestOrigin::VpcLattice),
-        };
-        if let Ok(request) = read {
-            return Ok((request, origin, repairs));
+        if let Ok(request) = rest_api(members, stage, &mut repairs) {
+            return Ok((request, RequestOrigin::ApiGatewayV1, repairs));
+        }
+    }
+    let mut repairs = SetAside::default();
+    if let Ok(request) = http_api(members, stage, &mut repairs) {
+        return Ok((request, RequestOrigin::ApiGatewayV2, repairs));
+    }
+    other_doors(members, has_method)
+}
+
+/// The doors after the HTTP API's: ALB, VPC Lattice's payloads 2.0 and
+/// 1.0.
+#[inline(never)]
+fn other_doors(
+    members: &Members<'_>,
+    has_method: bool,
+) -> Result<(Request, RequestOrigin, SetAside), Unsupported> {
+    if has_method {
+        let mut repairs = SetAside::default();
+        if let Ok(request) = alb(members, &mut repairs) {
+            return Ok((request, RequestOrigin::Alb, repairs));
+        }
+    }
+    let mut repairs = SetAside::default();
+    if let Ok(request) = lattice_v2(members, &mut repairs) {
+        return Ok((request, RequestOrigin::VpcLattice, repairs));
+    }
+    if members.raw_path_snake.present() && members.method.present() {
+        let mut repairs = SetAside::default();
+        if let Ok(request) = lattice_v1(members, &mut repairs) {
+            return Ok((request, RequestOrigin::VpcLattice, repairs));
         }
     }
     Err(Unsupported::NotAFrontDoor)
-}
-
-/// The events' types, each a way to read the same members.
-#[derive(Clone, Copy)]
-enum Door {
-    RestApi,
-    HttpApi,
-    Alb,
-    LatticeV2,
-    LatticeV1,
 }
 
 /// API Gateway HTTP API (payload 2.0) and function URLs: the raw query
@@ -278,6 +272,7 @@ fn joined(cookies: &[Text<'_>]) -> String {
 
 /// API Gateway REST API (payload 1.0), read as `ApiGatewayProxyRequest`
 /// reads it.
+#[inline(never)]
 fn rest_api(event: &Members<'_>, stage: Stage, repairs: &mut SetAside) -> Read<Request> {
     // First: the member that tells the types apart.
     let mut context = context::rest_api(event)?;

@@ -613,6 +613,19 @@ fn escaped_strings_are_read_as_before() {
     }
 }
 
+/// VPC Lattice 1.0's type takes any object: an event is read as one only
+/// with both its `raw_path` and its `method`, else no front door sent it.
+#[test]
+fn only_an_event_with_raw_path_and_method_is_read_as_vpc_lattice_v1() {
+    let decoded = decode(br#"{"raw_path": "/items", "method": "GET"}"#).expect("VPC Lattice 1.0");
+    assert_eq!(decoded.origin, RequestOrigin::VpcLattice);
+    assert_eq!(decoded.request.uri().path(), "/items");
+    for payload in [&br#"{"method": "GET"}"#[..], br#"{"raw_path": "/items"}"#] {
+        let refused = decode(payload).expect_err("not a front door's");
+        assert!(matches!(refused.0, Unsupported::NotAFrontDoor), "{refused}");
+    }
+}
+
 /// VPC Lattice 1.0's comma-separated header values, blanks and empty
 /// parts among them, as `VpcLatticeRequestV1` reads them.
 #[test]
