@@ -247,7 +247,10 @@ fn answer_headers(
             headers.remove(X_REQUEST_ID);
         }
     }
-    headers.extend(extra_headers);
+    // Most answers have none: no reserve, no iterator.
+    if !extra_headers.is_empty() {
+        headers.extend(extra_headers);
+    }
     headers
 }
 
