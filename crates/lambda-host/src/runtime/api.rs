@@ -47,6 +47,10 @@ const STREAMED_CONTENT_TYPE: &str = "application/vnd.awslambda.http-integration-
 /// The function's side of the Lambda Runtime API.
 #[derive(Debug)]
 pub(crate) struct RuntimeApi {
+    /// `lambda_runtime`'s own client. Its `call` rebuilds each request's
+    /// URI from text, about 2 K instructions a request
+    /// (docs/upstream/lambda-runtime-api-client-set-origin.md): kept, as
+    /// the pool and its connections are its to manage.
     client: PooledClient,
     /// The `User-Agent` `build_request` sets, taken from it once: set as a
     /// value, it is neither parsed nor checked nor copied again for each
