@@ -2,6 +2,8 @@
 //! directly rather than through serde: the log line and the answer's
 //! envelope.
 
+use crate::words::{ONES, below};
+
 /// `value` as a JSON string, escaped as serde_json escapes.
 #[inline]
 pub(crate) fn string(out: &mut String, value: &str) {
@@ -104,10 +106,6 @@ fn first_to_escape(bytes: &[u8], from: usize) -> Option<usize> {
 /// its high bit. The lowest flag is exact; one above it may not be (a
 /// borrow), which is why only the first is read.
 fn escaped_in(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // A byte's high bit set when the byte is below `n` (n <= 0x80).
-    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS;
     below(word, 0x20) | below(word ^ (ONES * u64::from(b'"')), 1) | below(word ^ (ONES * u64::from(b'\\')), 1)
 }
 

@@ -77,6 +77,7 @@ struct ReadmeDoctests;
 mod env;
 mod json_string;
 mod runtime;
+mod words;
 
 pub mod deadline;
 pub mod envelope;

@@ -9,6 +9,8 @@
 
 use std::borrow::Cow;
 
+use crate::words::{ONES, below};
+
 mod fields;
 
 pub(super) use fields::{Fields, Value};
@@ -87,8 +89,6 @@ pub(super) fn string_text(literal: &str) -> Option<Cow<'_, str>> {
 /// backslash: a JSON body's runs are a few bytes each, and a copy of a
 /// few bytes by `memcpy` costs more than the word.
 fn unescaped(inner: &str) -> Option<String> {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGHS: u64 = ONES << 7;
     let bytes = inner.as_bytes();
     // Written in place, with room for the last word's whole copy; the
     // text is never longer than its escaped form.
@@ -105,7 +105,7 @@ fn unescaped(inner: &str) -> Option<String> {
                 Some(eight) => {
                     text.get_mut(to..to + 8)?.copy_from_slice(&eight);
                     let word = u64::from_le_bytes(eight) ^ (ONES * u64::from(b'\\'));
-                    let flags = word.wrapping_sub(ONES) & !word & HIGHS;
+                    let flags = below(word, 1);
                     if flags != 0 {
                         let run = (flags.trailing_zeros() / 8) as usize;
                         to += run;
@@ -639,10 +639,6 @@ impl<'a> Scanner<'a> {
 /// flag being carried only upwards.
 #[inline(always)]
 fn plain_len(bytes: &[u8]) -> usize {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGHS: u64 = ONES << 7;
-    // Bytes below `n` (at most 128), flagged by their high bit.
-    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS;
     let mut len = 0;
     while let Some(eight) = bytes.get(len..len + 8) {
         let Ok(eight) = <[u8; 8]>::try_from(eight) else {

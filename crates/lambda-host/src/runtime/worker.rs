@@ -41,6 +41,7 @@ use super::{shutdown, stream};
 use crate::deadline::{self, BACKSTOP_MARGIN, RESPONSE_MARGIN};
 use crate::envelope::{self, ApiPath, RequestOrigin, Stage};
 use crate::trace;
+use crate::words::{HIGHS, ONES, below};
 
 const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
 
@@ -741,14 +742,9 @@ fn deadline_ms(value: &HeaderValue) -> Option<u64> {
 /// for its request id, deadline and ARN). A word with a byte out of the
 /// plain range (a tab, or one refused) is left to `to_str`.
 fn text(value: &HeaderValue) -> Option<&str> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // Flags (high bits) where a byte of `word` is a control character,
-    // DEL or not ASCII; never none when one is.
-    let unusual = |word: u64| {
-        let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS;
-        below(word, 0x20) | below(word ^ (ONES * 0x7f), 1) | (word & HIGHS)
-    };
+    // Flags where a byte of `word` is a control character, DEL or not
+    // ASCII; never none when one is.
+    let unusual = |word: u64| below(word, 0x20) | below(word ^ (ONES * 0x7f), 1) | (word & HIGHS);
     let bytes = value.as_bytes();
     let mut chunks = bytes.chunks_exact(8);
     let mut flags = 0;
