@@ -333,12 +333,3 @@ fn a_spans_large_fields_do_not_keep_their_memory_on_the_thread() {
         assert!(buffers.values.capacity() <= KEPT && buffers.object.capacity() <= KEPT);
     });
 }
-
-#[test]
-fn numbers_are_their_decimal_digits_below_a_thousand_and_above() {
-    for value in (0..=1100).chain([9_999, 10_000, u64::MAX]) {
-        let mut ours = String::new();
-        unsigned(&mut ours, value);
-        assert_eq!(ours, value.to_string());
-    }
-}
