@@ -1027,6 +1027,29 @@ mod tests {
         }
     }
 
+    /// A service that spends the task's whole budget at every poll, as a
+    /// loop over a busy channel does, is cut all the same: the backstop
+    /// polls its timer outside the budget, which a spent budget would
+    /// otherwise keep pending for ever.
+    #[tokio::test]
+    async fn a_service_that_spends_its_budget_at_every_poll_is_still_cut() {
+        let spender = std::future::poll_fn(|cx| {
+            loop {
+                if pin!(tokio::task::consume_budget()).poll(cx).is_pending() {
+                    return Poll::<()>::Pending;
+                }
+            }
+        });
+        let cut = Instant::now() + RESPONSE_MARGIN + Duration::from_millis(50);
+        let mut backstop = Backstop::default();
+
+        let cut_off =
+            tokio::time::timeout(Duration::from_secs(10), backstop.until(Some(cut), pin!(spender))).await;
+
+        assert_eq!(cut_off, Ok(None), "the spender was not cut");
+        assert!(Instant::now() >= cut);
+    }
+
     #[test]
     fn a_headers_text_is_the_one_to_str_reads() {
         let mut values = Vec::new();
