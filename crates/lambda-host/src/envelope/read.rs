@@ -232,7 +232,8 @@ impl<'a> Member<'a> {
     /// A query map read by one of `query_map`'s deserializers, less the
     /// names given an empty list of values: `QueryMap` panics when it
     /// iterates over one (its `to_query_string`, which the URI is written
-    /// with), and no front door sends one.
+    /// with; docs/upstream/query-map-iterator-empty-values.md), and no
+    /// front door sends one.
     pub(super) fn query(self, style: QueryStyle) -> Read<QueryMap> {
         let Some(text) = self.text()? else {
             return Ok(QueryMap::default());

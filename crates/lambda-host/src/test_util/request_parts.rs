@@ -27,24 +27,26 @@ pub fn request_parts(request: &Request) -> Value {
     })
 }
 
-/// A `QueryMap` is a hash map: its own order is not the event's.
+/// A `QueryMap` is a hash map: its own order is not the event's. Read
+/// through its serialized form rather than its iterator, which panics on a
+/// name given an empty list of values (query_map 0.7,
+/// docs/upstream/query-map-iterator-empty-values.md), as `lambda_http`'s
+/// own decoding can leave one.
 fn sorted(map: Option<&QueryMap>) -> Option<Vec<(String, Vec<String>)>> {
     map.map(|map| {
-        let mut pairs: Vec<(String, Vec<String>)> = map
-            .iter()
-            .map(|(key, _)| {
-                (
-                    key.to_owned(),
-                    map.all(key)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(str::to_owned)
-                        .collect(),
-                )
+        let Ok(Value::Object(members)) = serde_json::to_value(map) else {
+            panic!("a query map serializes as an object of lists: {map:?}");
+        };
+        let mut pairs: Vec<(String, Vec<String>)> = members
+            .into_iter()
+            .map(|(name, values)| {
+                let values: Vec<String> = serde_json::from_value(values).expect("a list of strings");
+                (name, values)
             })
             .collect();
+        // In name order whatever serde_json's map keeps (its
+        // `preserve_order` would keep the hash map's).
         pairs.sort();
-        pairs.dedup();
         pairs
     })
 }

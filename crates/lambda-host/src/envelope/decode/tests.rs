@@ -493,6 +493,10 @@ fn assert_decoded_as_before(payload: &[u8]) {
         let Ok(before) = std::panic::catch_unwind(|| reference::decode_with(payload, stage)) else {
             continue;
         };
+        // Where it did not have to write the query (an HTTP API event's
+        // comes from `rawQueryString`), the reference kept a parameter
+        // given an empty list of values: the decoder drops it there too.
+        let before = before.map(without_parameters_given_no_values);
         // The reference predates VPC Lattice: it refused every such event.
         if let (Ok(decoded), Err(_)) = (&decoded, &before)
             && decoded.origin == RequestOrigin::VpcLattice
@@ -506,6 +510,24 @@ fn assert_decoded_as_before(payload: &[u8]) {
             String::from_utf8_lossy(payload)
         );
     }
+}
+
+/// `decoded` without the query parameters given an empty list of values,
+/// which the decoder drops at every front door.
+fn without_parameters_given_no_values(mut decoded: Decoded) -> Decoded {
+    let Some(parameters) = decoded.request.query_string_parameters_ref() else {
+        return decoded;
+    };
+    let Ok(Value::Object(members)) = serde_json::to_value(parameters) else {
+        panic!("a query map serializes as an object of lists: {parameters:?}");
+    };
+    let kept: std::collections::HashMap<String, Vec<String>> = members
+        .into_iter()
+        .map(|(name, values)| (name, serde_json::from_value(values).expect("a list of strings")))
+        .filter(|(_, values): &(String, Vec<String>)| !values.is_empty())
+        .collect();
+    decoded.request = decoded.request.with_query_string_parameters(kept);
+    decoded
 }
 
 fn sample_events() -> Vec<(String, Vec<u8>)> {
