@@ -19,4 +19,6 @@ pub mod daemon;
 mod request_parts;
 pub mod runtime_api;
 
+#[cfg(test)]
+pub(crate) use self::request_parts::query_pairs;
 pub use self::request_parts::request_parts;

@@ -27,26 +27,26 @@ pub fn request_parts(request: &Request) -> Value {
     })
 }
 
-/// A `QueryMap` is a hash map: its own order is not the event's. Read
-/// through its serialized form rather than its iterator, which panics on a
-/// name given an empty list of values (query_map 0.7,
+/// A `QueryMap` is a hash map: its own order is not the event's.
+fn sorted(map: Option<&QueryMap>) -> Option<Vec<(String, Vec<String>)>> {
+    map.map(query_pairs)
+}
+
+/// Each name of `map` with its values, in name order. Read through its
+/// serialized form rather than its iterator, which panics on a name given
+/// an empty list of values (query_map 0.7,
 /// docs/upstream/query-map-iterator-empty-values.md), as `lambda_http`'s
 /// own decoding can leave one.
-fn sorted(map: Option<&QueryMap>) -> Option<Vec<(String, Vec<String>)>> {
-    map.map(|map| {
-        let Ok(Value::Object(members)) = serde_json::to_value(map) else {
-            panic!("a query map serializes as an object of lists: {map:?}");
-        };
-        let mut pairs: Vec<(String, Vec<String>)> = members
-            .into_iter()
-            .map(|(name, values)| {
-                let values: Vec<String> = serde_json::from_value(values).expect("a list of strings");
-                (name, values)
-            })
-            .collect();
-        // In name order whatever serde_json's map keeps (its
-        // `preserve_order` would keep the hash map's).
-        pairs.sort();
-        pairs
-    })
+pub(crate) fn query_pairs(map: &QueryMap) -> Vec<(String, Vec<String>)> {
+    let Ok(Value::Object(members)) = serde_json::to_value(map) else {
+        panic!("a query map serializes as an object of lists: {map:?}");
+    };
+    let mut pairs: Vec<(String, Vec<String>)> = members
+        .into_iter()
+        .map(|(name, values)| (name, serde_json::from_value(values).expect("a list of strings")))
+        .collect();
+    // In name order whatever serde_json's map keeps (its `preserve_order`
+    // would keep the hash map's).
+    pairs.sort();
+    pairs
 }
