@@ -114,18 +114,27 @@ impl Answering<'_> {
         }
     }
 
-    /// The service's answer, converted by `respond` before the cut, as the
-    /// front door's JSON; an error when that JSON cannot carry it.
-    async fn whole(&self, respond: impl Future<Output = Response<Body>>) -> Result<Answered, Diagnostic> {
-        let mut respond = pin!(respond);
-        // Nearly always ready at once (a response that is one already):
-        // then no timer.
-        let mut response = match respond.as_mut().now_or_never() {
+    /// The service's answer, converted by `lambda_http`'s `IntoResponse`
+    /// before the cut (an axum body read to its end), as the front door's
+    /// JSON.
+    async fn converted(
+        &self,
+        mut respond: impl Future<Output = Response<Body>> + Unpin,
+    ) -> Result<Answered, Diagnostic> {
+        // Nearly always ready at once: then no timer, and no room for one
+        // in this future, which the invocation's holds.
+        let response = match (&mut respond).now_or_never() {
             Some(response) => response,
-            None => deadline::until(self.cut, respond)
+            None => Box::pin(deadline::until(self.cut, respond))
                 .await
                 .ok_or_else(|| self.deadline_exceeded())?,
         };
+        self.whole(response)
+    }
+
+    /// The service's answer as the front door's JSON; an error when that
+    /// JSON cannot carry it.
+    fn whole(&self, mut response: Response<Body>) -> Result<Answered, Diagnostic> {
         let status = response.status();
         let details = response.extensions_mut().remove::<trace::SpanDetails>();
         match envelope::encode(self.origin, response) {
@@ -182,8 +191,15 @@ where
     R: IntoResponse + 'static,
     E: Debug + Into<Diagnostic>,
 {
+    // Without a future of its own for a response that is a `Response<Body>`
+    // already: the invocation's boxed future holds this one's while it
+    // runs, which for the usual answer is only its response.
     async fn answer(answering: &Answering<'_>, response: R) -> Result<Answered, Diagnostic> {
-        answering.whole(into_response(response)).await
+        let respond = match as_body(response) {
+            Ok(response) => return answering.whole(response),
+            Err(response) => response.into_response(),
+        };
+        answering.converted(respond).await
     }
 }
 
@@ -201,12 +217,18 @@ where
     type Response = R;
     type Error = E;
 
-    async fn call(&mut self, request: Request) -> Result<R, E> {
-        let called = {
-            let mut service = self.0.lock().await;
-            service.ready().await?.call(request)
-        };
-        called.await
+    // Not an `async fn`, which would keep a second copy of the request
+    // beside the argument while the lock is awaited: the invocation's boxed
+    // future holds this one.
+    fn call(&mut self, request: Request) -> impl Future<Output = Result<R, E>> {
+        let lent = self.0;
+        async move {
+            let called = {
+                let mut service = lent.lock().await;
+                service.ready().await?.call(request)
+            };
+            called.await
+        }
     }
 }
 
@@ -217,7 +239,7 @@ where
     E: Debug + Into<Diagnostic>,
 {
     async fn answer(answering: &Answering<'_>, response: R) -> Result<Answered, Diagnostic> {
-        answering.whole(response.into_response()).await
+        answering.converted(response.into_response()).await
     }
 }
 
@@ -499,13 +521,20 @@ async fn invoke<'h, C: Answer>(
     // answer, which holds the body. Written into the box once it is
     // allocated: `Box::pin` moves the future in whole, all of its (large)
     // size though only its captures are set (about 400 instructions).
+    // What the host adds to the service's future is kept small (the
+    // answer runs in the room the service's future leaves, and a
+    // `Response<Body>` is answered without a future of its own), so that
+    // a small service's box is one that glibc serves from its per-thread
+    // cache, which takes nothing over 1,032 bytes.
     let answered = Box::into_pin(Box::write(Box::new_uninit(), async {
-        // Pinned where it is: the cut takes a pointer to it, and the
-        // (large) future is not moved again.
-        let mut called = pin!(service.call(request));
-        let response = backstop
-            .until(cut, called.as_mut())
-            .await
+        let response = {
+            // Pinned where it is: the cut takes a pointer to it, and the
+            // (large) future is not moved again. Dropped once it is done, as
+            // `.await` drops it, so that the answer's future takes its room.
+            let mut called = pin!(service.call(request));
+            backstop.until(cut, called.as_mut()).await
+        };
+        let response = response
             .ok_or_else(|| answering.deadline_exceeded())?
             .map_err(|err| {
                 tracing::error!(request_id, error = ?err, "invocation failed: the service returned an error");
@@ -696,20 +725,21 @@ fn x_amzn_trace_id(given: Option<&HeaderValue>, trace_id: Option<&str>) -> Optio
     }
 }
 
-/// The service's answer as a `Response<Body>`: as it is when it is one
-/// already (no copy of its headers or body), else through `lambda_http`'s
-/// own conversion (an axum body is read to its end, as `lambda_http::run`
-/// reads it).
-async fn into_response<R: IntoResponse + 'static>(response: R) -> Response<Body> {
+/// The service's answer as it is when it is a `Response<Body>` already (no
+/// copy of its headers or body); any other goes through `lambda_http`'s own
+/// conversion (an axum body is read to its end, as `lambda_http::run` reads
+/// it).
+fn as_body<R: 'static>(response: R) -> Result<Response<Body>, R> {
     let mut response = Some(response);
     if let Some(ready) = (&mut response as &mut dyn Any).downcast_mut::<Option<Response<Body>>>()
         && let Some(ready) = ready.take()
     {
-        return ready;
+        return Ok(ready);
     }
     match response {
-        Some(response) => response.into_response().await,
-        None => Response::default(),
+        Some(response) => Err(response),
+        // Taken above.
+        None => Ok(Response::default()),
     }
 }
 

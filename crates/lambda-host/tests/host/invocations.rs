@@ -496,6 +496,64 @@ async fn the_loop_cuts_a_service_between_its_own_margin_and_the_deadline_and_ser
     assert_eq!(answer_for(&answered, &next).body["statusCode"], 200);
 }
 
+/// A body that sends `fine` and ends, or never sends anything.
+struct Eventually {
+    stuck: bool,
+    sent: bool,
+}
+
+impl hyper::body::Body for Eventually {
+    type Data = bytes::Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, Infallible>>> {
+        if self.stuck {
+            return std::task::Poll::Pending;
+        }
+        if std::mem::replace(&mut self.sent, true) {
+            return std::task::Poll::Ready(None);
+        }
+        std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data("fine".into()))))
+    }
+}
+
+/// A response that `lambda_http` converts first (its body read to the end,
+/// as an axum body is) and whose body never ends is cut as a service that
+/// never answers is, and the next invocation is served.
+///
+/// On the real clock: a paused one would run the test's own timeout
+/// while the stand-in API's thread answers.
+#[tokio::test]
+async fn a_response_whose_body_never_ends_is_cut_before_the_deadline_and_the_next_is_served() {
+    let stuck = Invocation::new("stuck-body", http_event("stuck")).due_in(Duration::from_secs(1));
+    let next = Invocation::new("after-stuck-body", http_event("fine"));
+    let api = FakeRuntimeApi::start(vec![stuck.clone(), next.clone()]);
+    let service = service_fn(|request: Request| async move {
+        let stuck = request.body().as_ref() == b"stuck";
+        Ok::<_, Infallible>(Response::new(Eventually { stuck, sent: false }))
+    });
+
+    let ended = tokio::time::timeout(
+        Duration::from_secs(20),
+        Lambda::new(api.uri(), function_config()).serve(service),
+    )
+    .await
+    .expect("the stuck body is cut, not waited for");
+
+    assert_eq!(
+        ended.expect_err("the stand-in ends the loop").to_string(),
+        "the Runtime API answered 403 Forbidden to next"
+    );
+    let answered: Vec<Posted> = api.posted.try_iter().collect();
+    let failed = answer_for(&answered, &stuck);
+    assert!(failed.path.ends_with("/error"), "{failed:?}");
+    assert_eq!(failed.body["errorType"], "Runtime.DeadlineExceeded");
+    assert_eq!(answer_for(&answered, &next).body["body"], "fine");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_one_worker_the_work_spawned_behind_an_answer_ends_before_the_next_next() {
     let sent: Vec<Invocation> = (0..3)
