@@ -522,36 +522,52 @@ impl hyper::body::Body for Eventually {
 
 /// A response that `lambda_http` converts first (its body read to the end,
 /// as an axum body is) and whose body never ends is cut as a service that
-/// never answers is, and the next invocation is served.
+/// never answers is, and the next invocation is served: through `serve`'s
+/// lent service and through `serve_concurrent`'s own clone.
 ///
 /// On the real clock: a paused one would run the test's own timeout
 /// while the stand-in API's thread answers.
 #[tokio::test]
 async fn a_response_whose_body_never_ends_is_cut_before_the_deadline_and_the_next_is_served() {
-    let stuck = Invocation::new("stuck-body", http_event("stuck")).due_in(Duration::from_secs(1));
-    let next = Invocation::new("after-stuck-body", http_event("fine"));
-    let api = FakeRuntimeApi::start(vec![stuck.clone(), next.clone()]);
-    let service = service_fn(|request: Request| async move {
-        let stuck = request.body().as_ref() == b"stuck";
-        Ok::<_, Infallible>(Response::new(Eventually { stuck, sent: false }))
-    });
+    for concurrent in [false, true] {
+        let stuck = Invocation::new("stuck-body", http_event("stuck")).due_in(Duration::from_secs(1));
+        let next = Invocation::new("after-stuck-body", http_event("fine"));
+        let api = FakeRuntimeApi::start(vec![stuck.clone(), next.clone()]);
+        let service = service_fn(|request: Request| async move {
+            let stuck = request.body().as_ref() == b"stuck";
+            Ok::<_, Infallible>(Response::new(Eventually { stuck, sent: false }))
+        });
+        let lambda = Lambda::new(api.uri(), function_config());
+        let serving = if concurrent {
+            lambda.serve_concurrent(service).boxed()
+        } else {
+            lambda.serve(service).boxed()
+        };
 
-    let ended = tokio::time::timeout(
-        Duration::from_secs(20),
-        Lambda::new(api.uri(), function_config()).serve(service),
-    )
-    .await
-    .expect("the stuck body is cut, not waited for");
+        let ended = tokio::time::timeout(Duration::from_secs(20), serving)
+            .await
+            .expect("the stuck body is cut, not waited for");
 
-    assert_eq!(
-        ended.expect_err("the stand-in ends the loop").to_string(),
-        "the Runtime API answered 403 Forbidden to next"
-    );
-    let answered: Vec<Posted> = api.posted.try_iter().collect();
-    let failed = answer_for(&answered, &stuck);
-    assert!(failed.path.ends_with("/error"), "{failed:?}");
-    assert_eq!(failed.body["errorType"], "Runtime.DeadlineExceeded");
-    assert_eq!(answer_for(&answered, &next).body["body"], "fine");
+        assert_eq!(
+            ended.expect_err("the stand-in ends the loop").to_string(),
+            "the Runtime API answered 403 Forbidden to next"
+        );
+        let answered: Vec<Posted> = api.posted.try_iter().collect();
+        let failed = answer_for(&answered, &stuck);
+        assert!(
+            failed.path.ends_with("/error"),
+            "concurrent: {concurrent}: {failed:?}"
+        );
+        assert_eq!(
+            failed.body["errorType"], "Runtime.DeadlineExceeded",
+            "concurrent: {concurrent}"
+        );
+        assert_eq!(
+            answer_for(&answered, &next).body["body"],
+            "fine",
+            "concurrent: {concurrent}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
