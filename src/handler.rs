@@ -14,6 +14,7 @@ use lambda_host::envelope::SetAside;
 use lambda_host::trace::{self, SpanDetails};
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use lambda_http::http::{Method, StatusCode};
+use lambda_http::request::RequestContext;
 use lambda_http::{Body, Context, Request, RequestExt, Response, Service, service_fn, tracing};
 use serde::Serialize;
 
@@ -78,16 +79,17 @@ impl<S: PlantStore> App<S> {
     /// takes the next one ([`deadline`] says why).
     pub async fn handle(&self, mut request: Request) -> Response<Body> {
         let started = Instant::now();
-        let path = api_path(&request);
-        let set_aside = request.extensions().get::<SetAside>();
         let mut progress = Progress::default();
         // Pinned where it is made: the work's future is as large as its
         // largest state, and moving it into `until` and on into the
         // timeout copied all of it, three times per request.
         let finished = {
-            let work = pin!(self.create_plant(&request, path, set_aside, &mut progress));
-            deadline::until(deadline::respond_by(&request), work).await
+            let respond_by = deadline::respond_by(&request);
+            let work = pin!(self.create_plant(&mut request, &mut progress));
+            deadline::until(respond_by, work).await
         };
+        let path = api_path(&request);
+        let set_aside = request.extensions().get::<SetAside>();
         let outcome = finished.unwrap_or_else(|| Err(progress.cut_short()));
         let Progress {
             plant_id,
@@ -166,14 +168,15 @@ impl<S: PlantStore> App<S> {
     /// The checks run in the documented order: path, method, credentials,
     /// size, content type, body, store. Authentication comes before anything
     /// about the body, so an unauthenticated caller learns nothing about it.
-    /// `path` and `set_aside` are the request's, looked up once by `handle`.
+    /// Before the store is waited for, the request lets go of what is no
+    /// longer read ([`release`]).
     async fn create_plant(
         &self,
-        request: &Request,
-        path: &str,
-        set_aside: Option<&SetAside>,
+        request: &mut Request,
         progress: &mut Progress,
     ) -> Result<(NewPlant, Created), ApiError> {
+        let path = api_path(request);
+        let set_aside = request.extensions().get::<SetAside>();
         if path != PLANTS_PATH {
             return Err(ApiError::NotFound);
         }
@@ -194,6 +197,7 @@ impl<S: PlantStore> App<S> {
         }
         let plant = NewPlant::from_json(body)?;
         progress.plant_id = Some(plant.id);
+        release(request);
 
         let store_started = Instant::now();
         progress.store_started = Some(store_started);
@@ -201,6 +205,19 @@ impl<S: PlantStore> App<S> {
         progress.store_latency = Some(store_started.elapsed());
         Ok((plant, created?))
     }
+}
+
+/// Frees what a request holds that nothing reads once its body is parsed:
+/// its headers, its body and the front door's request context (a dozen
+/// strings). Kept until the answer, they would stay out of glibc's
+/// per-thread cache for all of the store's wait, and the allocations made
+/// meanwhile (the SDK's and, with invocations in flight, the next
+/// requests') would take the allocator's slower path: about 2,100
+/// instructions a create one at a time, 4,000 at 64 in flight.
+fn release(request: &mut Request) {
+    request.extensions_mut().remove::<RequestContext>();
+    *request.headers_mut() = HeaderMap::new();
+    *request.body_mut() = Body::Empty;
 }
 
 /// How far a request got, for its log line and metrics, also when its
