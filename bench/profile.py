@@ -19,6 +19,8 @@ included) and a build with symbols: the release profile with
     bench/profile.py --binary ... --concurrency 64 --invocations 2000 --out /tmp/ps64
     bench/profile.py --binary ... --concurrency 64 --invocations 4000 --perf --out /tmp/ps64perf
     bench/profile.py --binary ... --cache --out /tmp/pscache   # and cache misses (I1mr, D1mr, D1mw)
+    bench/profile.py --binary ... --footprint --out /tmp/psfoot   # and the code the window ran, in cache lines
+    bench/profile.py --idiomatic --out /tmp/peer   # the idiomatic Rust peer (make bench builds it)
 
 Prints the window's instructions per invocation; `callgrind_annotate
 --inclusive=yes OUT/callgrind.out.*` splits them by function.
@@ -36,7 +38,7 @@ import time
 
 from fixtures import Events, Run, check_answers, check_created
 from run import at_least
-from subjects import Subject, fail, floor_subject, log, rust_subject
+from subjects import RUST_PEER_BIN, Subject, fail, floor_subject, log, rust_subject
 
 
 def callgrind(control, pid):
@@ -50,6 +52,33 @@ def instructions(path):
             if line.startswith(("summary:", "totals:")):
                 return int(line.split()[1])
     return None
+
+
+def code_lines(path):
+    """The distinct 64-byte lines of code that executed in a dump made with
+    `--dump-instr=yes`, by object: how much code an invocation brings into
+    the instruction cache, which a cache warm from the last invocation
+    holds only in part. A cost line's first position is the instruction's
+    address, absolute (`0x...`), relative to the line before (`+n`, `-n`)
+    or the same (`*`); the line after `calls=` is at the call's address
+    and counts the callee's cost, which is not this address's."""
+    lines, obj, address, after_call = {}, None, 0, False
+    with open(path) as f:
+        for line in f:
+            if line.startswith("ob="):
+                obj = os.path.basename(line[3:].strip())
+            elif line.startswith("calls="):
+                after_call = True
+            elif line[:1] in ("+", "-", "*") or line.startswith("0x"):
+                position, _, *costs = line.split()
+                if position.startswith("0x"):
+                    address = int(position, 16)
+                elif position != "*":
+                    address += int(position)
+                if not after_call and costs and int(costs[0]):
+                    lines.setdefault(obj, set()).add(address >> 6)
+                after_call = False
+    return {obj: len(found) for obj, found in lines.items()}
 
 
 def profile(args, subject, wrapped, events, scratch):
@@ -104,6 +133,9 @@ def main():
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--binary", help="a plant-store build with symbols")
     which.add_argument("--floor", help="a bench/floor build with symbols")
+    which.add_argument(
+        "--idiomatic", nargs="?", const=RUST_PEER_BIN, help="the idiomatic Rust peer (default: make bench's build)"
+    )
     parser.add_argument("--sampled", action="store_true", help="every invocation sampled for X-Ray (traced)")
     parser.add_argument(
         "--jwt", action="store_true", help="a JWT on every request, checked against a throw-away issuer"
@@ -116,15 +148,21 @@ def main():
     parser.add_argument(
         "--cache", action="store_true", help="callgrind's cache simulation too: first-level misses per function"
     )
+    parser.add_argument(
+        "--footprint", action="store_true", help="the distinct cache lines of code the window ran, by object"
+    )
     parser.add_argument("--out", required=True, help="a folder for the callgrind dumps (or perf.data)")
     args = parser.parse_args()
-    if args.cache and args.perf:
-        parser.error("--cache is callgrind's: not with --perf")
+    if (args.cache or args.footprint) and args.perf:
+        parser.error("--cache and --footprint are callgrind's: not with --perf")
     for tool in ("perf",) if args.perf else ("valgrind", "callgrind_control"):
         if shutil.which(tool) is None:
             fail(f"{tool} is needed: install valgrind")
     if args.floor:
         subject = floor_subject(args.floor)
+    elif args.idiomatic:
+        # As bench/run.py runs it (subjects.py): its CAs from the one file.
+        subject = Subject("idiomatic", "rust", [args.idiomatic], certs="file")
     else:
         subject = rust_subject("traced" if args.sampled else "rust", args.binary, ["xray=sampled"] * args.sampled)
     os.makedirs(args.out, exist_ok=True)
@@ -147,6 +185,7 @@ def main():
                     "--compress-strings=no",
                     "--vgdb=yes",
                     *(["--cache-sim=yes"] if args.cache else []),
+                    *(["--dump-instr=yes"] if args.footprint else []),
                     *subject.argv,
                 ],
             }
@@ -173,6 +212,10 @@ def main():
         f"{subject.name} over {args.transport}, {args.concurrency} in flight: "
         f"{total / args.invocations:,.0f} instructions per invocation ({dumps[0]})"
     )
+    if args.footprint:
+        lines = code_lines(dumps[0])
+        by_object = ", ".join(f"{obj} {count:,}" for obj, count in sorted(lines.items(), key=lambda kv: -kv[1]))
+        print(f"code run in the window: {sum(lines.values()):,} lines of 64 bytes ({by_object})")
 
 
 if __name__ == "__main__":
