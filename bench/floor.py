@@ -46,12 +46,11 @@ from run import at_least, listed, machine
 from subjects import (
     HERE,
     REPO,
-    RUST_PEER_BIN,
-    Subject,
     build_floor,
     build_rust,
     floor_subject,
     log,
+    peer_subject,
     rust_peer_built,
     rust_subject,
 )
@@ -255,7 +254,7 @@ def main():
     plant_store = rust_subject("rust", binary)
     subjects = [floor_subject(floor_bin), plant_store, rust_subject("traced", binary, ["xray=sampled"])]
     if rust_peer_built():
-        subjects.append(Subject("idiomatic", "rust", [RUST_PEER_BIN], certs="file"))
+        subjects.append(peer_subject())
     else:
         print("the idiomatic peer is not built (make bench builds it): measured without it", flush=True)
     started, load = time.time(), {"before": list(os.getloadavg())}

@@ -38,7 +38,7 @@ import time
 
 from fixtures import Events, Run, check_answers, check_created
 from run import at_least
-from subjects import RUST_PEER_BIN, Subject, fail, floor_subject, log, rust_subject
+from subjects import RUST_PEER_BIN, Subject, fail, floor_subject, log, peer_subject, rust_subject
 
 
 def callgrind(control, pid):
@@ -161,8 +161,7 @@ def main():
     if args.floor:
         subject = floor_subject(args.floor)
     elif args.idiomatic:
-        # As bench/run.py runs it (subjects.py): its CAs from the one file.
-        subject = Subject("idiomatic", "rust", [args.idiomatic], certs="file")
+        subject = peer_subject(args.idiomatic)
     else:
         subject = rust_subject("traced" if args.sampled else "rust", args.binary, ["xray=sampled"] * args.sampled)
     os.makedirs(args.out, exist_ok=True)

@@ -249,6 +249,15 @@ def floor_subject(binary):
     return subject
 
 
+def peer_subject(binary=RUST_PEER_BIN):
+    """The idiomatic Rust peer (`lambda_http`, `make bench` builds it), its
+    CAs from the one file as for plant-store."""
+    if not os.path.isfile(binary):
+        fail(f"no idiomatic peer at {binary}: make bench builds it")
+    size, note = stripped_size(binary), "binary of the default release profile, stripped"
+    return Subject("idiomatic", "rust", [os.path.abspath(binary)], certs="file", size_bytes=size, size_note=note)
+
+
 def subjects_for(args):
     subjects = []
     if ("rust" in args.impl or "traced" in args.impl) and not args.rust:
@@ -274,8 +283,7 @@ def subjects_for(args):
     if "idiomatic" in args.impl and not rust_peer_built():
         print("skip idiomatic: the idiomatic Rust peer is not built (make bench builds it)", flush=True)
     elif "idiomatic" in args.impl:
-        size, note = stripped_size(RUST_PEER_BIN), "binary of the default release profile, stripped"
-        subjects.append(Subject("idiomatic", "rust", [RUST_PEER_BIN], certs="file", size_bytes=size, size_note=note))
+        subjects.append(peer_subject())
     if "python" in args.impl:
         argv = [os.path.join(PY_VENV, "bin", "python"), os.path.join(PEERS, "python", "bootstrap.py")]
         size = dir_size(os.path.join(PY_VENV, "lib"), skip=("pip", "setuptools", "_distutils_hack", "pkg_resources"))
