@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::Builder;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::config::{Builder, StalledStreamProtectionConfig};
 use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext};
 
 use super::DynamoStore;
@@ -35,6 +35,11 @@ pub fn with_budgets(builder: Builder) -> Builder {
                 .with_max_attempts(MAX_ATTEMPTS)
                 .with_initial_backoff(Duration::from_millis(50)),
         )
+        // Stalled-stream protection only acts on a stream stalled for its
+        // 20 s grace period, which the attempt timeout never lets pass; on
+        // by default, it wraps both bodies of every call and arms a 100 ms
+        // timer (12 K instructions a create: docs/performance.md).
+        .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
 }
 
 /// The budget of the init-time pre-warm: one attempt, no retries, so that a

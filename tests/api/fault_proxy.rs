@@ -36,6 +36,10 @@ pub enum Fault {
     /// connection instead of passing the answer on: the write is applied but
     /// the function never learns it.
     CutAfterWrite,
+    /// Forward the request, wait for DynamoDB's answer, then pass on its
+    /// head and half its body and nothing more, the connection left open:
+    /// the write is applied and its answer stops coming.
+    StallMidAnswer,
     /// Answer for DynamoDB with a `ProvisionedThroughputExceededException`;
     /// DynamoDB never sees the request.
     Throttle,
@@ -327,9 +331,9 @@ async fn relay(client: TcpStream, shared: Arc<Shared>) {
             return;
         }
         shared.forwarded.fetch_add(1, Ordering::SeqCst);
-        let response = match read_head(stream).await {
+        let (response, head_len) = match read_head(stream).await {
             Ok(Some(response_head)) => match read_body(stream, &response_head).await {
-                Ok(response_body) => [response_head, response_body].concat(),
+                Ok(response_body) => ([&response_head[..], &response_body].concat(), response_head.len()),
                 Err(_) => return,
             },
             Ok(None) | Err(_) => return,
@@ -337,6 +341,13 @@ async fn relay(client: TcpStream, shared: Arc<Shared>) {
 
         match fault {
             Fault::CutAfterWrite => return reset(client.into_inner()),
+            Fault::StallMidAnswer => {
+                let half = head_len + (response.len() - head_len) / 2;
+                if client.get_mut().write_all(&response[..half]).await.is_ok() {
+                    let _ = tokio::io::copy(&mut client, &mut tokio::io::sink()).await;
+                }
+                return;
+            }
             Fault::Latency(delay) => tokio::time::sleep(delay).await,
             _ => {}
         }

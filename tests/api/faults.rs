@@ -154,7 +154,9 @@ async fn unavailable_under(fault: Fault) -> (TestApp, FaultProxy, Duration) {
         Fault::BlackHole | Fault::ResetMidRequest | Fault::Throttle | Fault::ServerError => {
             paused_create(&app, BODY).await
         }
-        Fault::Pass | Fault::Latency(_) | Fault::CutAfterWrite => timed_create(&app, BODY).await,
+        Fault::Pass | Fault::Latency(_) | Fault::CutAfterWrite | Fault::StallMidAnswer => {
+            timed_create(&app, BODY).await
+        }
     };
 
     assert_eq!(response.status, 503, "{fault:?}: {}", response.body);
@@ -265,6 +267,25 @@ async fn answers_cut_off_on_every_attempt_give_a_503_and_the_clients_retry_gets_
     let (why, attempts) = why_the_store_gave_up(&app, &proxy, Fault::CutAfterWrite).await;
     assert!(matches!(why, SdkError::DispatchFailure(_)), "{why:?}");
     assert_eq!(attempts, MAX_ATTEMPTS);
+}
+
+/// What lets the store turn the SDK's stalled-stream protection off
+/// (`with_budgets`): the attempt timeout gives up on an answer that stops
+/// coming, long before that protection's grace period would.
+#[tokio::test]
+async fn an_answer_that_stalls_halfway_is_given_up_at_the_attempt_timeout_and_the_clients_retry_gets_the_idempotent_200()
+ {
+    let (app, proxy, _) = unavailable_under(Fault::StallMidAnswer).await;
+
+    assert_bounded_retries(proxy.forwarded());
+    let written = app.stored(1).await.expect("the first attempt was applied");
+    assert_item(&written, 1, "Monstera", Some("aroid"));
+    assert_the_retry_gets_200(&app, &proxy).await;
+    assert_eq!(app.stored(1).await, Some(written), "the retry rewrote the item");
+
+    let (why, attempts) = why_the_store_gave_up(&app, &proxy, Fault::StallMidAnswer).await;
+    assert!(matches!(why, SdkError::TimeoutError(_)), "{why:?}");
+    assert_bounded_retries(attempts);
 }
 
 #[tokio::test]
