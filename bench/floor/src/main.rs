@@ -24,7 +24,7 @@
 //! body's parse, encoding the answer, logs, metrics and spans.
 
 use std::io::Read;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use http_body_util::BodyExt;
@@ -92,10 +92,13 @@ async fn steps(until: &str) -> Option<DynamoStore> {
 }
 
 /// Ids no other floor process writes into the same table: the process id
-/// above a counter.
+/// above a counter. The id is read once: glibc asks the kernel each time,
+/// a system call that plant-store does not make.
 fn fresh_id() -> i64 {
     static NEXT_ID: AtomicI64 = AtomicI64::new(0);
-    i64::from(std::process::id()) * 1_000_000_000 + NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    static PROCESS: OnceLock<i64> = OnceLock::new();
+    let process = *PROCESS.get_or_init(|| i64::from(std::process::id()) * 1_000_000_000);
+    process + NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 fn plant(id: i64) -> NewPlant {
@@ -107,6 +110,11 @@ fn plant(id: i64) -> NewPlant {
 }
 
 /// `workers` loops until the process is stopped; a failure of any ends it.
+/// Each is a task of its own, one alone too, as the host runs its workers:
+/// a loop polled as `block_on`'s own future makes tokio check its driver
+/// without waiting (an `epoll_wait` with no timeout) after each of its
+/// wake-ups, about three system calls a create that plant-store does not
+/// make.
 async fn serve(store: DynamoStore, workers: usize) {
     let api = std::env::var("AWS_LAMBDA_RUNTIME_API").expect("AWS_LAMBDA_RUNTIME_API");
     let client = PooledClient::builder()
@@ -114,9 +122,6 @@ async fn serve(store: DynamoStore, workers: usize) {
         .with_pool_size(workers)
         .build();
     let floor = Arc::new((client, store));
-    if workers == 1 {
-        return work(&floor).await;
-    }
     let mut loops = tokio::task::JoinSet::new();
     for _ in 0..workers {
         let floor = floor.clone();
