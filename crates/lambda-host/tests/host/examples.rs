@@ -118,9 +118,12 @@ fn run_reading(
         .iter()
         .find(|(variable, _)| *variable == "AWS_LAMBDA_MAX_CONCURRENCY")
         .map_or(1, |(_, value)| value.parse().expect("a count"));
+    // Built first: the daemon's read timeout runs from its start, and the
+    // first test to ask builds every example.
+    let program = example(name);
     let api = FakeRuntimeApi::holding(invocations, parked);
     let daemon = Daemon::start();
-    let mut child = Command::new(example(name))
+    let mut child = Command::new(program)
         .env("AWS_LAMBDA_RUNTIME_API", &api.address)
         .env("AWS_LAMBDA_FUNCTION_NAME", "orders")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")

@@ -37,9 +37,13 @@ impl Drop for Running {
     }
 }
 
-/// Starts the streaming example under `api` and `daemon`, with `env` added.
-fn launch(api: &FakeRuntimeApi, daemon: &Daemon, env: &[(&str, &str)]) -> Running {
-    let child = Command::new(example("axum_streaming"))
+/// Starts the streaming example under `api` and a daemon of its own, with
+/// `env` added. The example is built first: the daemon's read timeout
+/// runs from its start, and the first test to ask builds every example.
+fn launch(api: &FakeRuntimeApi, env: &[(&str, &str)]) -> (Running, Daemon) {
+    let program = example("axum_streaming");
+    let daemon = Daemon::start();
+    let child = Command::new(program)
         .env("AWS_LAMBDA_RUNTIME_API", &api.address)
         .env("AWS_LAMBDA_FUNCTION_NAME", "events")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
@@ -51,7 +55,7 @@ fn launch(api: &FakeRuntimeApi, daemon: &Daemon, env: &[(&str, &str)]) -> Runnin
         .stderr(Stdio::null())
         .spawn()
         .expect("the example starts");
-    Running(child)
+    (Running(child), daemon)
 }
 
 /// Runs the example until `api` ends its loop: its answers by request id
@@ -61,8 +65,7 @@ fn run(
     answered: usize,
     env: &[(&str, &str)],
 ) -> (HashMap<String, Posted>, Vec<Datagram>) {
-    let daemon = Daemon::start();
-    let mut child = launch(api, &daemon, env);
+    let (mut child, daemon) = launch(api, env);
     let started = Instant::now();
     while child.0.try_wait().expect("its status").is_none() {
         if started.elapsed() > Duration::from_secs(60) {
@@ -293,12 +296,7 @@ fn memory_stays_flat(at_once: usize) {
     const MB: u64 = 1 << 20;
     let concurrency = at_once.to_string();
     let api = FakeRuntimeApi::open(vec![]);
-    let daemon = Daemon::start();
-    let mut child = launch(
-        &api,
-        &daemon,
-        &[("AWS_LAMBDA_MAX_CONCURRENCY", concurrency.as_str())],
-    );
+    let (mut child, _daemon) = launch(&api, &[("AWS_LAMBDA_MAX_CONCURRENCY", concurrency.as_str())]);
     let pid = child.0.id();
     let small = |n: usize| Invocation::new(&format!("small-{n}"), get("/bytes/1"));
 
