@@ -38,7 +38,8 @@ pub fn with_budgets(builder: Builder) -> Builder {
         // Stalled-stream protection only acts on a stream stalled for its
         // 20 s grace period, which the attempt timeout never lets pass; on
         // by default, it wraps both bodies of every call and arms a 100 ms
-        // timer (12 K instructions a create: docs/performance.md).
+        // timer (12 K instructions a create: docs/performance.md;
+        // docs/upstream/aws-smithy-runtime-stalled-stream-protection-every-call.md).
         .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
 }
 
