@@ -38,15 +38,16 @@ use tokio::sync::{Mutex, watch};
 use tokio::task::JoinSet;
 
 pub(crate) use self::api::RuntimeApi;
+pub use self::behind::spawn;
 #[cfg(feature = "graceful-shutdown")]
 pub use self::shutdown::spawn_graceful_shutdown_handler;
-pub use self::worker::spawn;
 use self::worker::{Answer, Lent, Own, Shared, Streaming};
 use crate::env::{Concurrency, LambdaEnv, StartError};
 use crate::envelope::Stage;
 use crate::{logging, trace};
 
 mod api;
+mod behind;
 mod shutdown;
 mod stream;
 mod worker;

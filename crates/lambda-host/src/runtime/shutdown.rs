@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 #[cfg(feature = "graceful-shutdown")]
 use super::RuntimeApi;
 #[cfg(feature = "graceful-shutdown")]
-use super::worker::settled;
+use super::behind::settled;
 #[cfg(feature = "graceful-shutdown")]
 use crate::env::{Concurrency, LambdaEnv};
 

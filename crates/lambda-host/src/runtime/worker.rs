@@ -1,7 +1,7 @@
 //! One worker: takes an invocation, runs the service inside a panic guard,
-//! its trace scope and its deadline, and answers; and the work a request
-//! starts behind its answer ([`spawn`]), which a classic Lambda worker waits
-//! for before it takes the next invocation.
+//! its trace scope and its deadline, and answers; on classic Lambda it then
+//! waits for the work the request started behind its answer
+//! ([`crate::spawn`], `behind.rs`) before it takes the next invocation.
 //!
 //! A worker calls the function's service through [`Call`]: its own clone
 //! ([`Own`], a task per worker, for `run_concurrent`), or one service lent
@@ -17,7 +17,7 @@ use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 
 use futures_util::FutureExt;
@@ -27,16 +27,16 @@ use hyper::body::{Body as HttpBody, Bytes};
 use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::lambda_runtime::{Context, Diagnostic};
 use lambda_http::tower::{Service, ServiceExt};
-use lambda_http::tracing::{self, Instrument};
+use lambda_http::tracing;
 use lambda_http::{Body, Error, IntoResponse, Request, RequestExt, Response};
-use tokio::sync::{Mutex, Notify, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::{Mutex, watch};
 use tokio::time::Sleep;
 
 use super::api::{
     CLIENT_CONTEXT, COGNITO_IDENTITY, DEADLINE_MS, INVOCATION_ID, INVOKED_FUNCTION_ARN, REQUEST_ID,
     RuntimeApi, TENANT_ID, TRACE_ID,
 };
+use super::behind::{nothing_pending, settled};
 use super::{shutdown, stream};
 use crate::deadline::{self, BACKSTOP_MARGIN, RESPONSE_MARGIN};
 use crate::envelope::{self, ApiPath, RequestOrigin, Stage};
@@ -290,7 +290,7 @@ where
 /// One worker: `next`, the service, the answer, until a Runtime API call
 /// fails for good (its cause) or another worker's did (`Ok`, once this
 /// worker's invocation in flight, if any, is answered). With `settle`, the
-/// work spawned behind each answer ([`spawn`]) is awaited after it.
+/// work spawned behind each answer ([`crate::spawn`]) is awaited after it.
 pub(super) async fn serve<C: Answer>(
     shared: Arc<Shared>,
     mut service: C,
@@ -800,80 +800,6 @@ fn text(value: &HeaderValue) -> Option<&str> {
     std::str::from_utf8(bytes).ok()
 }
 
-/// Tasks spawned with [`spawn`] that have not ended, process-wide.
-static PENDING: AtomicUsize = AtomicUsize::new(0);
-static ENDED: Notify = Notify::const_new();
-
-/// Spawns `future` as `tokio::spawn` does, for work a request starts
-/// behind its answer:
-/// - it stays in the `tracing` span it was spawned from, and in the
-///   invocation: its spans are children of the span that spawned it, in
-///   the same datagram while the invocation's spans have not gone, and its
-///   AWS SDK requests carry the invocation's trace header;
-/// - on classic Lambda, where the environment is frozen as soon as the
-///   host asks for the next invocation, the host waits for it first (until
-///   shortly before the invocation's deadline), so that it ends now rather
-///   than time out at the next thaw. On Managed Instances nothing is frozen
-///   and nothing waits.
-///
-/// # Panics
-///
-/// Outside a tokio runtime, as `tokio::spawn` does.
-pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let pending = Pending::new();
-    let invocation = trace::carry();
-    tokio::spawn(
-        async move {
-            let _pending = pending;
-            trace::carried(invocation, future).await
-        }
-        .in_current_span(),
-    )
-}
-
-/// Whether every task of [`spawn`] has ended, as [`settled`] finds it.
-fn nothing_pending() -> bool {
-    PENDING.load(Ordering::Acquire) == 0
-}
-
-/// Resolves once every task of [`spawn`] has ended: at once, nearly always.
-pub(super) async fn settled() {
-    loop {
-        let ended = ENDED.notified();
-        tokio::pin!(ended);
-        // Registered before the count is read, so that a task ending in
-        // between is not missed.
-        ended.as_mut().enable();
-        if nothing_pending() {
-            return;
-        }
-        ended.await;
-    }
-}
-
-/// One task counted in [`PENDING`] until it is dropped: when it ends, is
-/// aborted or panics.
-struct Pending;
-
-impl Pending {
-    fn new() -> Self {
-        PENDING.fetch_add(1, Ordering::AcqRel);
-        Self
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        if PENDING.fetch_sub(1, Ordering::AcqRel) == 1 {
-            ENDED.notify_waiters();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -979,22 +905,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[tokio::test]
-    async fn settled_waits_for_the_work_spawned_behind_and_no_longer() {
-        let (release, released) = tokio::sync::oneshot::channel::<()>();
-        let work = spawn(async move {
-            let _ = released.await;
-        });
-        let waiting = tokio::time::timeout(Duration::from_millis(50), settled()).await;
-        assert!(waiting.is_err(), "settled while the work was still running");
-
-        release.send(()).unwrap();
-        tokio::time::timeout(Duration::from_secs(10), settled())
-            .await
-            .expect("settled once the work ended");
-        work.await.unwrap();
     }
 
     /// Between invocations the backstop stays registered at the handler's
@@ -1123,14 +1033,5 @@ mod tests {
             );
         }
         assert_eq!(x_amzn_trace_id(None, None), None);
-    }
-
-    #[tokio::test]
-    async fn work_that_panics_still_counts_as_ended() {
-        let work = spawn(async { panic!("a bug behind the answer") });
-        assert!(work.await.is_err());
-        tokio::time::timeout(Duration::from_secs(10), settled())
-            .await
-            .expect("settled after the panic");
     }
 }
