@@ -80,7 +80,7 @@ pub enum RequestOrigin {
 pub struct Decoded {
     /// The request, with [`SetAside`] among its extensions.
     pub request: Request,
-    /// The front door, whose shape the answer takes ([`encode`]).
+    /// The front door, whose shape the answer takes ([`encode()`]).
     pub origin: RequestOrigin,
 }
 

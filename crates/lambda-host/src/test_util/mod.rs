@@ -2,7 +2,7 @@
 //! Runtime API ([`runtime_api`]) and the X-Ray daemon's endpoint, whose
 //! datagrams are read with OpenTelemetry's own generated messages
 //! ([`daemon`]); and a decoded request as one comparable value
-//! ([`request_parts`]). Behind the `test-util` feature, as tokio's and the AWS
+//! ([`request_parts()`]). Behind the `test-util` feature, as tokio's and the AWS
 //! SDK's test helpers are: a function enables it in its
 //! `[dev-dependencies]` only.
 //!
